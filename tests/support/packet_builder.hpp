@@ -1,0 +1,236 @@
+// Packet builder for tests and the pcap generator: assembles Ethernet frames
+// layer by layer (VLAN tags, IPv4 with options, IPv6 with extension headers,
+// TCP/UDP/SCTP/ICMP, payload) with correct lengths and IPv4 header checksums.
+//
+//   auto f = cg::test::Packet().vlan(10).ipv4("10.0.0.1", "10.0.0.2")
+//                .tcp(1234, 80).payload("GET / HTTP/1.1\r\n...").frame();
+//
+// Addresses are given as text and parsed with inet_pton; a bad address
+// throws std::invalid_argument (a test bug, not an input case).
+#pragma once
+
+#include <arpa/inet.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cg::test {
+
+using Bytes = std::vector<uint8_t>;
+
+inline void put16(Bytes& b, uint16_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+inline void put32(Bytes& b, uint32_t v) {
+  put16(b, static_cast<uint16_t>(v >> 16));
+  put16(b, static_cast<uint16_t>(v));
+}
+
+class Packet {
+ public:
+  enum class L4 { none, tcp, udp, sctp, icmp, raw };
+
+  Packet& eth_type(uint16_t t) { ethertype_ = t; return *this; }
+  // Tags are written outermost first: vlan(100, 0x88a8).vlan(200) is QinQ.
+  Packet& vlan(uint16_t vid, uint16_t tpid = 0x8100) {
+    vlans_.push_back({tpid, vid});
+    return *this;
+  }
+  Packet& ipv4(std::string_view src, std::string_view dst) {
+    v6_ = false;
+    parse(AF_INET, src, src_);
+    parse(AF_INET, dst, dst_);
+    ethertype_ = 0x0800;
+    return *this;
+  }
+  Packet& ipv6(std::string_view src, std::string_view dst) {
+    v6_ = true;
+    parse(AF_INET6, src, src_);
+    parse(AF_INET6, dst, dst_);
+    ethertype_ = 0x86DD;
+    return *this;
+  }
+  // IPv4 options (padded to a multiple of 4 bytes with end-of-list).
+  Packet& ipv4_options(Bytes opts) { v4_opts_ = std::move(opts); return *this; }
+  // IPv4 fragment: offset in 8-byte units, more-fragments flag.
+  Packet& fragment(uint16_t offset_units, bool more, uint32_t id = 0x1234) {
+    frag_ = true;
+    frag_off_ = offset_units;
+    frag_more_ = more;
+    frag_id_ = id;
+    return *this;
+  }
+  // IPv6 extension header (0 hop-by-hop, 43 routing, 60 destination options);
+  // 44 (fragment) is added by fragment() on an IPv6 packet.
+  Packet& ipv6_ext(uint8_t type, size_t body_len = 6) {
+    v6_ext_.push_back({type, body_len});
+    return *this;
+  }
+  Packet& ttl(uint8_t t) { ttl_ = t; return *this; }
+  Packet& tcp(uint16_t sport, uint16_t dport, uint8_t flags = 0x18) {
+    l4_ = L4::tcp; proto_ = 6; sport_ = sport; dport_ = dport; tcp_flags_ = flags;
+    return *this;
+  }
+  Packet& udp(uint16_t sport, uint16_t dport) {
+    l4_ = L4::udp; proto_ = 17; sport_ = sport; dport_ = dport;
+    return *this;
+  }
+  Packet& sctp(uint16_t sport, uint16_t dport) {
+    l4_ = L4::sctp; proto_ = 132; sport_ = sport; dport_ = dport;
+    return *this;
+  }
+  Packet& icmp() { l4_ = L4::icmp; proto_ = v6_ ? 58 : 1; return *this; }
+  // Any other protocol number; the payload follows the IP header directly.
+  Packet& proto(uint8_t p) { l4_ = L4::raw; proto_ = p; return *this; }
+  Packet& payload(std::string_view p) { payload_.assign(p.begin(), p.end()); return *this; }
+  Packet& payload(const Bytes& p) { payload_ = p; return *this; }
+
+  // The complete frame. Lengths and IPv4 checksum are filled in.
+  Bytes frame() const {
+    Bytes f;
+    static const uint8_t kDst[6] = {0x02, 0, 0, 0, 0, 0x02};
+    static const uint8_t kSrc[6] = {0x02, 0, 0, 0, 0, 0x01};
+    f.insert(f.end(), kDst, kDst + 6);
+    f.insert(f.end(), kSrc, kSrc + 6);
+    for (const auto& v : vlans_) {
+      put16(f, v.tpid);
+      put16(f, v.vid & 0x0fff);
+    }
+    put16(f, ethertype_);
+    if (ethertype_ != 0x0800 && ethertype_ != 0x86DD) {
+      f.insert(f.end(), payload_.begin(), payload_.end());
+      return f;
+    }
+    Bytes l4 = transport();
+    if (v6_) {
+      append_ipv6(f, l4);
+    } else {
+      append_ipv4(f, l4);
+    }
+    return f;
+  }
+
+ private:
+  struct Tag { uint16_t tpid, vid; };
+  struct Ext { uint8_t type; size_t body; };
+
+  static void parse(int af, std::string_view text, uint8_t* out) {
+    std::string s(text);
+    if (inet_pton(af, s.c_str(), out) != 1) throw std::invalid_argument("bad address: " + s);
+  }
+
+  Bytes transport() const {
+    Bytes t;
+    switch (l4_) {
+      case L4::tcp:
+        put16(t, sport_); put16(t, dport_);
+        put32(t, 1000); put32(t, 0);           // seq, ack
+        t.push_back(5 << 4); t.push_back(tcp_flags_);
+        put16(t, 65535); put16(t, 0); put16(t, 0);  // window, csum, urg
+        break;
+      case L4::udp:
+        put16(t, sport_); put16(t, dport_);
+        put16(t, static_cast<uint16_t>(8 + payload_.size())); put16(t, 0);
+        break;
+      case L4::sctp:
+        put16(t, sport_); put16(t, dport_); put32(t, 0); put32(t, 0);
+        break;
+      case L4::icmp:
+        t.push_back(8); t.push_back(0); put16(t, 0); put32(t, 0x00010001);
+        break;
+      case L4::raw:
+      case L4::none:
+        break;
+    }
+    t.insert(t.end(), payload_.begin(), payload_.end());
+    return t;
+  }
+
+  void append_ipv4(Bytes& f, const Bytes& l4) const {
+    Bytes opts = v4_opts_;
+    while (opts.size() % 4) opts.push_back(0);
+    const size_t hl = 20 + opts.size();
+    const size_t start = f.size();
+    f.push_back(static_cast<uint8_t>(0x40 | (hl / 4)));
+    f.push_back(0);
+    put16(f, static_cast<uint16_t>(hl + l4.size()));
+    put16(f, static_cast<uint16_t>(frag_ ? frag_id_ : 0));
+    uint16_t fo = frag_ ? static_cast<uint16_t>((frag_more_ ? 0x2000 : 0) | (frag_off_ & 0x1fff)) : 0x4000;
+    put16(f, fo);
+    f.push_back(ttl_);
+    f.push_back(l4_ == L4::none ? 0 : proto_);
+    put16(f, 0);
+    f.insert(f.end(), src_, src_ + 4);
+    f.insert(f.end(), dst_, dst_ + 4);
+    f.insert(f.end(), opts.begin(), opts.end());
+    uint32_t sum = 0;
+    for (size_t i = 0; i < hl; i += 2) sum += (f[start + i] << 8) | f[start + i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    const uint16_t csum = static_cast<uint16_t>(~sum);
+    f[start + 10] = static_cast<uint8_t>(csum >> 8);
+    f[start + 11] = static_cast<uint8_t>(csum);
+    f.insert(f.end(), l4.begin(), l4.end());
+  }
+
+  void append_ipv6(Bytes& f, const Bytes& l4) const {
+    // Chain: listed extension headers, then the fragment header, then L4.
+    std::vector<uint8_t> chain;
+    for (const auto& e : v6_ext_) chain.push_back(e.type);
+    if (frag_) chain.push_back(44);
+    const uint8_t final_proto = l4_ == L4::none ? 59 : proto_;
+    Bytes ext;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const uint8_t next = i + 1 < chain.size() ? chain[i + 1] : final_proto;
+      if (chain[i] == 44) {
+        ext.push_back(next); ext.push_back(0);
+        put16(ext, static_cast<uint16_t>((frag_off_ << 3) | (frag_more_ ? 1 : 0)));
+        put32(ext, frag_id_);
+      } else {
+        const size_t body = v6_ext_[i].body;       // bytes after the 2-byte header
+        const size_t total = (2 + body + 7) / 8 * 8;
+        ext.push_back(next);
+        ext.push_back(static_cast<uint8_t>(total / 8 - 1));
+        if (chain[i] == 43) {                       // routing: type 0, segments left 0
+          ext.push_back(0); ext.push_back(0);
+          ext.resize(ext.size() + total - 4, 0);
+        } else {                                    // options: PadN filling the body
+          ext.push_back(1); ext.push_back(static_cast<uint8_t>(total - 4));
+          ext.resize(ext.size() + total - 4, 0);
+        }
+      }
+    }
+    put32(f, 0x60000000);
+    put16(f, static_cast<uint16_t>(ext.size() + l4.size()));
+    f.push_back(chain.empty() ? final_proto : chain[0]);
+    f.push_back(ttl_);
+    f.insert(f.end(), src_, src_ + 16);
+    f.insert(f.end(), dst_, dst_ + 16);
+    f.insert(f.end(), ext.begin(), ext.end());
+    f.insert(f.end(), l4.begin(), l4.end());
+  }
+
+  uint16_t ethertype_ = 0x0800;
+  std::vector<Tag> vlans_;
+  bool v6_ = false;
+  uint8_t src_[16] = {};
+  uint8_t dst_[16] = {};
+  Bytes v4_opts_;
+  std::vector<Ext> v6_ext_;
+  bool frag_ = false;
+  uint16_t frag_off_ = 0;
+  bool frag_more_ = false;
+  uint32_t frag_id_ = 0;
+  uint8_t ttl_ = 64;
+  L4 l4_ = L4::none;
+  uint8_t proto_ = 0;
+  uint16_t sport_ = 0, dport_ = 0;
+  uint8_t tcp_flags_ = 0x18;
+  Bytes payload_;
+};
+
+}  // namespace cg::test
