@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Configure (once) and build one of the project's build directories.
+#   scripts/build.sh build        release build: gateway, tests, benchmarks
+#   scripts/build.sh build-tsan   ThreadSanitizer build of the DPDK-free libraries and their tests
+#   scripts/build.sh build-fuzz   clang + ASan/UBSan build with the libFuzzer targets
+# Incremental: an existing build directory is reused, only changed files rebuild.
+# With CI=true, warnings are errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+scripts/install-deps.sh
+
+opts=()
+[ "${CI:-}" = "true" ] && opts+=(-Dwerror=true)
+case "$dir" in
+  build)      opts+=(-Dbuildtype=release) ;;
+  build-tsan) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Dgateway=false -Dbench=false) ;;
+  build-fuzz) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
+                     -Dgateway=false -Dbench=false -Dfuzz=true)
+              export CC=clang CXX=clang++ ;;
+  *) echo "build.sh: unknown build directory '$dir' (build, build-tsan, build-fuzz)" >&2; exit 2 ;;
+esac
+
+if [ ! -f "$dir/build.ninja" ]; then
+  meson setup "$dir" "${opts[@]}" >/dev/null || { cat "$dir/meson-logs/meson-log.txt" | tail -30 >&2; exit 1; }
+fi
+ninja -C "$dir"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite (what `make test` and CI run):
+#   1. release build: every suite except 'soak' (unit, concurrency, pcap, gateway)
+#   2. ThreadSanitizer build: the 'concurrency' suite again, kept short there
+#   3. clang ASan/UBSan build: the libFuzzer targets, briefly ('fuzz') and the unit suite
+# Exits non-zero on any failure; prints meson's summaries and one closing total.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+total_ok=0; total_fail=0; status=0
+run() {  # run <build-dir> <meson test args...>
+  local dir=$1; shift
+  echo "== $dir: meson test $*"
+  if ! scripts/build.sh "$dir"; then
+    echo "test.sh: build of $dir failed" >&2; total_fail=$((total_fail + 1)); status=1; return
+  fi
+  meson test -C "$dir" --no-rebuild --print-errorlogs "$@"
+  local rc=$?
+  [ $rc -ne 0 ] && status=1
+  local log="$dir/meson-logs/testlog.json"
+  if [ -f "$log" ]; then
+    local ok fail
+    ok=$(grep -c '"result": "OK"' "$log" || true)
+    fail=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+    total_ok=$((total_ok + ok)); total_fail=$((total_fail + fail))
+  fi
+}
+
+run build --no-suite soak
+run build-tsan --suite concurrency
+run build-fuzz --suite fuzz --suite unit
+
+echo "tests: ${total_ok} passed, ${total_fail} failed"
+[ $total_fail -ne 0 ] && status=1
+exit $status
