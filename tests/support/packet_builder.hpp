@@ -65,13 +65,17 @@ class Packet {
     frag_id_ = id;
     return *this;
   }
-  // IPv6 extension header (0 hop-by-hop, 43 routing, 60 destination options);
-  // 44 (fragment) is added by fragment() on an IPv6 packet.
+  // IPv6 extension header (0 hop-by-hop, 43 routing, 60 destination options,
+  // 51 authentication header with body_len bytes of ICV); 44 (fragment) is
+  // added by fragment() on an IPv6 packet.
   Packet& ipv6_ext(uint8_t type, size_t body_len = 6) {
     v6_ext_.push_back({type, body_len});
     return *this;
   }
   Packet& ttl(uint8_t t) { ttl_ = t; return *this; }
+  // TCP options (padded to a multiple of 4 bytes with end-of-list); the data
+  // offset grows to cover them.
+  Packet& tcp_options(Bytes opts) { tcp_opts_ = std::move(opts); return *this; }
   Packet& tcp(uint16_t sport, uint16_t dport, uint8_t flags = 0x18) {
     l4_ = L4::tcp; proto_ = 6; sport_ = sport; dport_ = dport; tcp_flags_ = flags;
     return *this;
@@ -92,11 +96,10 @@ class Packet {
 
   // The complete frame. Lengths and IPv4 checksum are filled in.
   Bytes frame() const {
-    Bytes f;
-    static const uint8_t kDst[6] = {0x02, 0, 0, 0, 0, 0x02};
-    static const uint8_t kSrc[6] = {0x02, 0, 0, 0, 0, 0x01};
-    f.insert(f.end(), kDst, kDst + 6);
-    f.insert(f.end(), kSrc, kSrc + 6);
+    // Built from the MAC addresses up (not inserted into an empty vector,
+    // which trips GCC 12's -Wstringop-overflow false positive at -O3).
+    Bytes f = {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01};
+    f.reserve(128 + payload_.size());
     for (const auto& v : vlans_) {
       put16(f, v.tpid);
       put16(f, v.vid & 0x0fff);
@@ -130,8 +133,13 @@ class Packet {
       case L4::tcp:
         put16(t, sport_); put16(t, dport_);
         put32(t, 1000); put32(t, 0);           // seq, ack
-        t.push_back(5 << 4); t.push_back(tcp_flags_);
-        put16(t, 65535); put16(t, 0); put16(t, 0);  // window, csum, urg
+        {
+          Bytes opts = tcp_opts_;
+          while (opts.size() % 4) opts.push_back(0);
+          t.push_back(static_cast<uint8_t>((5 + opts.size() / 4) << 4)); t.push_back(tcp_flags_);
+          put16(t, 65535); put16(t, 0); put16(t, 0);  // window, csum, urg
+          t.insert(t.end(), opts.begin(), opts.end());
+        }
         break;
       case L4::udp:
         put16(t, sport_); put16(t, dport_);
@@ -190,6 +198,12 @@ class Packet {
         ext.push_back(next); ext.push_back(0);
         put16(ext, static_cast<uint16_t>((frag_off_ << 3) | (frag_more_ ? 1 : 0)));
         put32(ext, frag_id_);
+      } else if (chain[i] == 51) {                 // AH: length in 4-byte units - 2
+        const size_t total = (12 + v6_ext_[i].body + 7) / 8 * 8;
+        ext.push_back(next);
+        ext.push_back(static_cast<uint8_t>(total / 4 - 2));
+        put16(ext, 0); put32(ext, 0x1000); put32(ext, 1);  // reserved, SPI, sequence
+        ext.resize(ext.size() + total - 12, 0xab);          // ICV
       } else {
         const size_t body = v6_ext_[i].body;       // bytes after the 2-byte header
         const size_t total = (2 + body + 7) / 8 * 8;
@@ -230,7 +244,67 @@ class Packet {
   uint8_t proto_ = 0;
   uint16_t sport_ = 0, dport_ = 0;
   uint8_t tcp_flags_ = 0x18;
+  Bytes tcp_opts_;
   Bytes payload_;
 };
+
+// A TLS 1.2 record holding a ClientHello; with an SNI extension (host_name
+// `sni`) unless sni is empty. Other extensions come before it, as browsers
+// send them, so parsers must walk the list.
+inline Bytes tls_client_hello(std::string_view sni) {
+  Bytes ext;
+  put16(ext, 0x000b); put16(ext, 2); ext.push_back(1); ext.push_back(0);  // ec_point_formats
+  put16(ext, 0x0017); put16(ext, 0);                                       // extended_master_secret
+  if (!sni.empty()) {
+    put16(ext, 0x0000);
+    put16(ext, static_cast<uint16_t>(sni.size() + 5));
+    put16(ext, static_cast<uint16_t>(sni.size() + 3));
+    ext.push_back(0);
+    put16(ext, static_cast<uint16_t>(sni.size()));
+    ext.insert(ext.end(), sni.begin(), sni.end());
+  }
+  Bytes body;
+  put16(body, 0x0303);                                  // client_version
+  for (int i = 0; i < 32; ++i) body.push_back(static_cast<uint8_t>(i));  // random
+  body.push_back(32);                                   // session_id
+  for (int i = 0; i < 32; ++i) body.push_back(0xaa);
+  put16(body, 4); put16(body, 0x1301); put16(body, 0xc02f);  // cipher_suites
+  body.push_back(1); body.push_back(0);                 // compression: null
+  put16(body, static_cast<uint16_t>(ext.size()));
+  body.insert(body.end(), ext.begin(), ext.end());
+  Bytes hs;
+  hs.push_back(1);                                      // ClientHello
+  hs.push_back(static_cast<uint8_t>(body.size() >> 16));
+  put16(hs, static_cast<uint16_t>(body.size()));
+  hs.insert(hs.end(), body.begin(), body.end());
+  Bytes rec;
+  rec.push_back(22); put16(rec, 0x0301);
+  put16(rec, static_cast<uint16_t>(hs.size()));
+  rec.insert(rec.end(), hs.begin(), hs.end());
+  return rec;
+}
+
+// A DNS message with one question for `name` (dotted text, no compression).
+// response sets QR; opcode is the 4-bit opcode (0 = standard query).
+inline Bytes dns_query(std::string_view name, bool response = false, uint8_t opcode = 0,
+                       uint16_t qtype = 1) {
+  Bytes m;
+  put16(m, 0x1234);
+  m.push_back(static_cast<uint8_t>((response ? 0x80 : 0) | ((opcode & 0x0f) << 3) | 0x01));
+  m.push_back(0);
+  put16(m, 1); put16(m, response ? 1 : 0); put16(m, 0); put16(m, 0);
+  size_t b = 0;
+  while (b < name.size()) {
+    size_t e = name.find('.', b);
+    if (e == std::string_view::npos) e = name.size();
+    m.push_back(static_cast<uint8_t>(e - b));
+    m.insert(m.end(), name.begin() + static_cast<std::ptrdiff_t>(b),
+             name.begin() + static_cast<std::ptrdiff_t>(e));
+    b = e + 1;
+  }
+  m.push_back(0);
+  put16(m, qtype); put16(m, 1);
+  return m;
+}
 
 }  // namespace cg::test

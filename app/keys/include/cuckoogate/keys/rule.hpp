@@ -1,0 +1,138 @@
+// The rule language: parsing, canonical text, canonical key encoding and the
+// key hash shared by rule insertion (control plane) and packet lookup (data
+// plane). The language and the encodings are specified in docs/rules.md.
+//
+// Thread safety: every function here is pure (no shared state) and may be
+// called from any thread. parse_*/format_rule/rule_key/rule_order_key
+// allocate and are meant for the control plane; key_hash/key_hash128 are
+// allocation-free and safe on the data path.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cg {
+
+enum class RuleKind : uint8_t { kFlow = 1, kSrc, kDst, kIp, kService, kUrl, kHost };
+inline constexpr std::size_t kRuleKindCount = 7;
+
+// "flow", "src", "dst", "ip", "service", "url", "host"; "" for a value outside
+// the enum.
+std::string_view kind_name(RuleKind) noexcept;
+// Inverse of kind_name (exact, lower-case match).
+std::optional<RuleKind> kind_from_name(std::string_view) noexcept;
+
+// Longest canonical url text (host[:port]/path?query) a rule may have. A
+// packet URL longer than this cannot equal any rule, so classify() does not
+// emit it (see PacketKeys::url_too_long).
+inline constexpr std::size_t kMaxUrlLen = 2048;
+// Longest host name (text form, without trailing dot), as in DNS.
+inline constexpr std::size_t kMaxNameLen = 253;
+
+// An IPv4 or IPv6 address in network byte order. IPv4 uses bytes[0..3] and
+// leaves the rest zero, so defaulted comparison is meaningful.
+struct IpAddr {
+  uint8_t family = 0;                 // 4 or 6 (0: unset)
+  std::array<uint8_t, 16> bytes{};
+  std::size_t size() const noexcept { return family == 4 ? 4 : 16; }
+  friend bool operator==(const IpAddr&, const IpAddr&) = default;
+};
+
+// Parses an address as inet_pton does (IPv4 dotted quad or IPv6 text; an
+// IPv4-mapped IPv6 address stays IPv6). No brackets, no port, no scope id.
+std::optional<IpAddr> parse_address(std::string_view text);
+// inet_ntop text of the address ("" for an unset address).
+std::string format_address(const IpAddr&);
+
+// IP protocol numbers that have names in rule text.
+inline constexpr uint8_t kProtoIcmp = 1, kProtoTcp = 6, kProtoUdp = 17,
+                         kProtoIcmpv6 = 58, kProtoSctp = 132;
+// True for tcp, udp and sctp: flow/service rules and keys carry ports.
+constexpr bool proto_has_ports(uint8_t proto) noexcept {
+  return proto == kProtoTcp || proto == kProtoUdp || proto == kProtoSctp;
+}
+
+// One rule, in canonical form (parse_rule canonicalises; two rules that
+// canonicalise alike compare equal). Fields not used by a kind stay zero/empty:
+//   kFlow     proto, src, sport, dst, dport (ports 0 when !proto_has_ports)
+//   kSrc      addr          kDst  addr          kIp  addr
+//   kService  proto, addr (destination), dport (0 when !proto_has_ports)
+//   kUrl      name = canonical url text "host[:port]/path?query"
+//   kHost     name = canonical host name (lower case, no trailing dot)
+struct Rule {
+  RuleKind kind = RuleKind::kFlow;
+  uint8_t proto = 0;
+  uint16_t sport = 0;
+  uint16_t dport = 0;
+  IpAddr src;
+  IpAddr dst;
+  IpAddr addr;
+  std::string name;
+  friend bool operator==(const Rule&, const Rule&) = default;
+};
+
+// Where and why a rule did not parse. line and column are 1-based; column
+// counts bytes of the line.
+struct ParseError {
+  std::size_t line = 0, column = 0;
+  std::string expected;
+  // "line 3, column 10: expected port number after ':'"
+  std::string message() const;
+};
+
+struct RuleParse {
+  std::optional<Rule> rule;  // empty => error is set
+  ParseError error;
+};
+
+// Parses one rule. Surrounding whitespace and a '#' comment (which runs to the
+// end of the text) are ignored; anything else must be a complete rule.
+// `line` is only copied into the error.
+RuleParse parse_rule(std::string_view text, std::size_t line = 1);
+
+struct RuleFileParse {
+  std::vector<Rule> rules;          // in file order, duplicates removed
+  std::vector<ParseError> errors;   // every bad line, in file order
+};
+
+// Parses a rule file: one rule per line ('\n' or "\r\n"), '#' comments, blank
+// lines ignored. When a line is bad and !skip_bad, `rules` is empty (nothing
+// is half-applied) and `errors` lists every bad line; with skip_bad the good
+// lines are returned as well.
+RuleFileParse parse_rules(std::string_view file_text, bool skip_bad);
+
+// Canonical text of a rule; parse_rule(format_rule(r)).rule == r.
+std::string format_rule(const Rule&);
+
+// Canonical binary key encoding (kind byte first), exactly the bytes classify()
+// emits for a packet that matches the rule. See docs/rules.md.
+std::string rule_key(const Rule&);
+
+// Inverse of rule_key(): the rule whose encoding `data` is, e.g. to name the
+// key a packet matched. nullopt when the bytes are not a well-formed encoding.
+// For url/host keys taken from packets the name is the packet's bytes, which
+// format_rule() prints but parse_rule() may refuse (odd characters).
+std::optional<Rule> rule_from_key(const void* data, std::size_t len);
+
+// Bytes whose lexicographic order is the listing order of rules: kind, then
+// addresses numerically (family, then big-endian bytes), host names compared
+// label by label from the top-level domain, urls bytewise. See docs/rules.md.
+std::string rule_order_key(const Rule&);
+
+// XXH3_64bits (seed 0) of a key encoding; the kind is folded in through the
+// encoding's first byte. Same value on rule insertion and packet lookup.
+uint64_t key_hash(const void* data, std::size_t len) noexcept;
+
+struct Key128 {
+  uint64_t lo, hi;
+  friend bool operator==(const Key128&, const Key128&) = default;
+};
+// XXH3_128bits (seed 0) of a key encoding, for exact confirmation of hits.
+Key128 key_hash128(const void* data, std::size_t len) noexcept;
+
+}  // namespace cg

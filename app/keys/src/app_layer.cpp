@@ -1,0 +1,189 @@
+// HTTP, TLS and DNS name recognisers for classify(). Every index is checked
+// against the end before it is read; no loop runs more than n iterations.
+#include "app_layer.hpp"
+
+#include <cstring>
+#include <string_view>
+
+#include "encoding.hpp"
+
+namespace cg::detail {
+namespace {
+
+inline uint16_t rd16(const uint8_t* p) noexcept {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+constexpr std::string_view kMethods[] = {"GET",    "POST",  "HEAD",    "PUT",  "DELETE",
+                                         "OPTIONS", "PATCH", "CONNECT", "TRACE"};
+
+bool iequals_prefix(const uint8_t* p, std::size_t n, std::string_view lower_word) noexcept {
+  if (n < lower_word.size()) return false;
+  for (std::size_t i = 0; i < lower_word.size(); ++i) {
+    if (ascii_lower(p[i]) != static_cast<uint8_t>(lower_word[i])) return false;
+  }
+  return true;
+}
+
+const uint8_t* find(const uint8_t* p, std::size_t n, uint8_t c) noexcept {
+  return static_cast<const uint8_t*>(std::memchr(p, c, n));
+}
+
+// Finds the first Host header in the header block starting at p. Lines end
+// with LF (an optional CR before it is dropped); the block ends at an empty
+// line. A line without its terminator (cut by the segment end) is ignored.
+bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::size_t& vlen) noexcept {
+  std::size_t pos = 0;
+  while (pos < n) {
+    const uint8_t* nl = find(p + pos, n - pos, '\n');
+    if (nl == nullptr) return false;
+    std::size_t end = static_cast<std::size_t>(nl - p);
+    const std::size_t next = end + 1;
+    if (end > pos && p[end - 1] == '\r') --end;
+    if (end == pos) return false;  // end of the header block
+    if (iequals_prefix(p + pos, end - pos, "host:")) {
+      std::size_t b = pos + 5;
+      while (b < end && (p[b] == ' ' || p[b] == '\t')) ++b;
+      std::size_t e = end;
+      while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t')) --e;
+      if (e == b) return false;
+      v = p + b;
+      vlen = e - b;
+      return true;
+    }
+    pos = next;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
+  req = HttpRequest{};
+  std::size_t mlen = 0;
+  for (std::string_view m : kMethods) {
+    if (n > m.size() && std::memcmp(p, m.data(), m.size()) == 0 && p[m.size()] == ' ') {
+      mlen = m.size();
+      break;
+    }
+  }
+  if (mlen == 0) return false;
+  const uint8_t* nl = find(p, n, '\n');
+  if (nl == nullptr) return false;
+  const std::size_t lf = static_cast<std::size_t>(nl - p);
+  if (lf == 0 || p[lf - 1] != '\r') return false;
+  const std::size_t line_len = lf - 1;  // request line without CRLF
+  constexpr std::size_t kVer = 9;       // " HTTP/1.d"
+  if (line_len < mlen + 1 + 1 + kVer) return false;
+  const uint8_t* ver = p + line_len - kVer;
+  if (std::memcmp(ver, " HTTP/1.", 8) != 0 || ver[8] < '0' || ver[8] > '9') return false;
+  const uint8_t* target = p + mlen + 1;
+  const std::size_t tlen = static_cast<std::size_t>(ver - target);
+  if (tlen == 0 || find(target, tlen, ' ') != nullptr) return false;
+
+  // The fragment (never sent by clients, and cut from url rules) is ignored.
+  std::size_t tend = tlen;
+  if (const uint8_t* h = find(target, tlen, '#')) tend = static_cast<std::size_t>(h - target);
+
+  if (target[0] == '/') {  // origin-form: host from the Host header
+    req.has_url = true;
+    req.path = target;
+    req.path_len = tend;
+    find_host_header(p + lf + 1, n - lf - 1, req.authority, req.authority_len);
+    return true;
+  }
+  const bool http = iequals_prefix(target, tend, "http://");
+  if (http || iequals_prefix(target, tend, "https://")) {  // absolute-form
+    const std::size_t a0 = http ? 7 : 8;
+    std::size_t a1 = a0;
+    while (a1 < tend && target[a1] != '/' && target[a1] != '?') ++a1;
+    std::size_t ab = a0;  // drop userinfo
+    for (std::size_t i = a0; i < a1; ++i) {
+      if (target[i] == '@') ab = i + 1;
+    }
+    req.authority = target + ab;
+    req.authority_len = a1 - ab;
+    req.has_url = http;
+    req.path = target + a1;
+    req.path_len = tend - a1;
+    return true;
+  }
+  if (mlen == 7 && std::memcmp(p, "CONNECT", 7) == 0) {  // authority-form
+    req.authority = target;
+    req.authority_len = tend;
+    return true;
+  }
+  // asterisk-form and anything else: no url, host from the Host header
+  find_host_header(p + lf + 1, n - lf - 1, req.authority, req.authority_len);
+  return true;
+}
+
+bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
+                   std::size_t& name_len) noexcept {
+  if (n < 9 || p[0] != 22 || p[5] != 1) return false;
+  std::size_t end = 5 + static_cast<std::size_t>(rd16(p + 3));
+  if (end > n) end = n;
+  const std::size_t hs_len = (static_cast<std::size_t>(p[6]) << 16) | rd16(p + 7);
+  if (9 + hs_len < end) end = 9 + hs_len;
+  std::size_t q = 9 + 2 + 32;  // client_version, random
+  if (q + 1 > end) return false;
+  q += 1 + p[q];  // session_id
+  if (q + 2 > end) return false;
+  q += 2 + rd16(p + q);  // cipher_suites
+  if (q + 1 > end) return false;
+  q += 1 + p[q];  // compression_methods
+  if (q + 2 > end) return false;
+  std::size_t ext_end = q + 2 + rd16(p + q);
+  q += 2;
+  if (ext_end > end) ext_end = end;
+  while (q + 4 <= ext_end) {
+    const uint16_t type = rd16(p + q);
+    const std::size_t len = rd16(p + q + 2);
+    q += 4;
+    if (q + len > ext_end) return false;
+    if (type == 0) {  // server_name
+      if (len < 2) return false;
+      std::size_t r = q + 2;
+      std::size_t list_end = r + rd16(p + q);
+      if (list_end > q + len) list_end = q + len;
+      while (r + 3 <= list_end) {
+        const uint8_t type_byte = p[r];
+        const std::size_t nlen = rd16(p + r + 1);
+        r += 3;
+        if (r + nlen > list_end) return false;
+        if (type_byte == 0) {  // host_name
+          name = p + r;
+          name_len = nlen;
+          return nlen > 0;
+        }
+        r += nlen;
+      }
+      return false;
+    }
+    q += len;
+  }
+  return false;
+}
+
+std::size_t parse_dns_qname(const uint8_t* p, std::size_t n, uint8_t (&out)[kDnsNameBuf]) noexcept {
+  if (n < 12) return 0;
+  if ((p[2] & 0x80) != 0 || ((p[2] >> 3) & 0x0f) != 0) return 0;  // QR=0, opcode 0
+  if (rd16(p + 4) == 0) return 0;                                   // QDCOUNT
+  std::size_t pos = 12, olen = 0, wire = 1;  // wire: encoded length incl. the root label
+  while (true) {
+    if (pos >= n) return 0;
+    const std::size_t l = p[pos];
+    if (l == 0) break;
+    if ((l & 0xc0) != 0) return 0;  // pointer or reserved label type
+    if (pos + 1 + l > n) return 0;
+    wire += 1 + l;
+    if (wire > 255) return 0;
+    if (olen != 0) out[olen++] = '.';
+    std::memcpy(out + olen, p + pos + 1, l);
+    olen += l;
+    pos += 1 + l;
+  }
+  return olen;
+}
+
+}  // namespace cg::detail

@@ -1,0 +1,203 @@
+// Internal: the key encodings and the url-authority canonicalisation, written
+// once and used by both rule_key() (control plane) and classify() (data
+// path), so the two cannot drift apart. Allocation-free, bounds-checked by
+// the caller-provided capacities.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "cuckoogate/keys/rule.hpp"
+
+namespace cg::detail {
+
+// Host-key separator: a host key is its kind byte followed by the name with
+// every '.' written as this byte, so each parent domain's key is a suffix of
+// the child's key (docs/rules.md).
+inline constexpr uint8_t kHostSep = static_cast<uint8_t>(RuleKind::kHost);
+
+inline uint8_t ascii_lower(uint8_t c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<uint8_t>(c + 32) : c;
+}
+
+inline void put_be16(uint8_t* p, uint16_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+// Copies an address with a compile-time size (plain moves, no memcpy call).
+inline void put_addr(uint8_t* p, uint8_t family, const uint8_t* addr) noexcept {
+  if (family == 4) {
+    std::memcpy(p, addr, 4);
+  } else {
+    std::memcpy(p, addr, 16);
+  }
+}
+
+// The IPv4 encodings are assembled in registers and written with one store
+// (8 or 16 bytes, which may run up to 7 bytes past the key: callers leave
+// that room). XXH3 then reads them back with loads that each lie inside that
+// single store, so the CPU forwards them from the store buffer; a key written
+// byte by byte would make those loads wait for the stores to reach the cache.
+#if defined(__SSE2__)
+inline constexpr bool kWideStores = std::endian::native == std::endian::little;
+#else
+inline constexpr bool kWideStores = false;
+#endif
+inline constexpr std::size_t kEncodeSlack = 7;
+
+inline uint32_t load32(const uint8_t* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline void store16(uint8_t* out, uint64_t lo, uint64_t hi) noexcept {
+#if defined(__SSE2__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+#else
+  std::memcpy(out, &lo, 8);
+  std::memcpy(out + 8, &hi, 8);
+#endif
+}
+
+// [kind][family 4|6][address 4|16]
+inline std::size_t encode_addr_key(uint8_t* out, RuleKind kind, uint8_t family,
+                                   const uint8_t* addr) noexcept {
+  if (kWideStores && family == 4) {
+    const uint64_t v = static_cast<uint64_t>(kind) | (uint64_t{4} << 8) |
+                       (static_cast<uint64_t>(load32(addr)) << 16);
+    std::memcpy(out, &v, 8);
+    return 6;
+  }
+  const std::size_t n = family == 4 ? 4 : 16;
+  out[0] = static_cast<uint8_t>(kind);
+  out[1] = family;
+  put_addr(out + 2, family, addr);
+  return 2 + n;
+}
+
+// [1][family][proto][src][sport be16][dst][dport be16]
+inline std::size_t encode_flow_key(uint8_t* out, uint8_t family, uint8_t proto,
+                                   const uint8_t* src, uint16_t sport, const uint8_t* dst,
+                                   uint16_t dport) noexcept {
+  if (kWideStores && family == 4) {  // 15 bytes
+    const uint64_t lo = static_cast<uint64_t>(RuleKind::kFlow) | (uint64_t{4} << 8) |
+                        (uint64_t{proto} << 16) | (static_cast<uint64_t>(load32(src)) << 24) |
+                        (uint64_t{static_cast<uint8_t>(sport >> 8)} << 56);
+    const uint64_t hi = uint64_t{static_cast<uint8_t>(sport)} |
+                        (static_cast<uint64_t>(load32(dst)) << 8) |
+                        (uint64_t{static_cast<uint8_t>(dport >> 8)} << 40) |
+                        (uint64_t{static_cast<uint8_t>(dport)} << 48);
+    store16(out, lo, hi);
+    return 15;
+  }
+  const std::size_t n = family == 4 ? 4 : 16;
+  uint8_t* p = out;
+  *p++ = static_cast<uint8_t>(RuleKind::kFlow);
+  *p++ = family;
+  *p++ = proto;
+  put_addr(p, family, src);
+  p += n;
+  put_be16(p, sport);
+  p += 2;
+  put_addr(p, family, dst);
+  p += n;
+  put_be16(p, dport);
+  p += 2;
+  return static_cast<std::size_t>(p - out);
+}
+
+// [5][family][proto][dst][dport be16]
+inline std::size_t encode_service_key(uint8_t* out, uint8_t family, uint8_t proto,
+                                      const uint8_t* dst, uint16_t dport) noexcept {
+  if (kWideStores && family == 4) {  // 9 bytes
+    const uint64_t lo = static_cast<uint64_t>(RuleKind::kService) | (uint64_t{4} << 8) |
+                        (uint64_t{proto} << 16) | (static_cast<uint64_t>(load32(dst)) << 24) |
+                        (uint64_t{static_cast<uint8_t>(dport >> 8)} << 56);
+    store16(out, lo, uint64_t{static_cast<uint8_t>(dport)});
+    return 9;
+  }
+  const std::size_t n = family == 4 ? 4 : 16;
+  out[0] = static_cast<uint8_t>(RuleKind::kService);
+  out[1] = family;
+  out[2] = proto;
+  put_addr(out + 3, family, dst);
+  put_be16(out + 3 + n, dport);
+  return 3 + n + 2;
+}
+
+// An HTTP authority (host, [ipv6] literal, optionally ":port") split into
+// its canonical parts. The host is in[0..host_len) with one trailing dot
+// already excluded (not yet lower-cased); port is -1 when absent, empty or 80
+// (the default is not written), else 0-65535.
+struct AuthorityParts {
+  std::size_t host_len = 0;
+  int32_t port = -1;
+};
+
+// Returns false for an empty host, an unterminated '[', anything but ":port"
+// after ']', or a port that is not decimal digits or exceeds 65535.
+inline bool split_authority(const uint8_t* in, std::size_t len, AuthorityParts& res) noexcept {
+  std::size_t host_end = len;  // end of the host text in `in`
+  std::size_t port_pos = len;  // index of the ':' before the port, len if none
+  if (len > 0 && in[0] == '[') {
+    const void* rb = std::memchr(in, ']', len);
+    if (rb == nullptr) return false;
+    host_end = static_cast<std::size_t>(static_cast<const uint8_t*>(rb) - in) + 1;
+    if (host_end < len) {
+      if (in[host_end] != ':') return false;
+      port_pos = host_end;
+    }
+  } else {
+    const void* colon = std::memchr(in, ':', len);
+    if (colon != nullptr) {
+      host_end = static_cast<std::size_t>(static_cast<const uint8_t*>(colon) - in);
+      port_pos = host_end;
+    }
+  }
+  std::size_t hl = host_end;
+  if (hl > 0 && in[hl - 1] == '.') --hl;  // one trailing dot
+  if (hl == 0) return false;
+  res.host_len = hl;
+  res.port = -1;
+  if (port_pos + 1 >= len) return true;  // no port, or "host:" (the default)
+  uint32_t port = 0;
+  for (std::size_t i = port_pos + 1; i < len; ++i) {
+    if (in[i] < '0' || in[i] > '9') return false;
+    port = port * 10 + (in[i] - '0');
+    if (port > 65535) return false;
+  }
+  if (port != 80) res.port = static_cast<int32_t>(port);
+  return true;
+}
+
+// Length of the canonical authority text: host, plus ":port" when kept.
+inline std::size_t authority_len(const AuthorityParts& a) noexcept {
+  if (a.port < 0) return a.host_len;
+  std::size_t digits = 1;
+  for (int32_t p = a.port; p >= 10; p /= 10) ++digits;
+  return a.host_len + 1 + digits;
+}
+
+// Writes the canonical authority (host lower-cased, ":port" when kept) to
+// out, which must have room for authority_len(a) bytes.
+inline void write_authority(const uint8_t* in, const AuthorityParts& a, uint8_t* out) noexcept {
+  for (std::size_t i = 0; i < a.host_len; ++i) out[i] = ascii_lower(in[i]);
+  if (a.port < 0) return;
+  const std::size_t total = authority_len(a);
+  out[a.host_len] = ':';
+  int32_t p = a.port;
+  for (std::size_t i = total; i > a.host_len + 1; --i) {
+    out[i - 1] = static_cast<uint8_t>('0' + p % 10);
+    p /= 10;
+  }
+}
+
+}  // namespace cg::detail

@@ -1,0 +1,144 @@
+// Canonical key encoding of rules, listing-order keys and the key hashes.
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "cuckoogate/keys/classify.hpp"
+#include "cuckoogate/keys/rule.hpp"
+#include "encoding.hpp"
+
+namespace cg {
+
+std::string rule_key(const Rule& r) {
+  uint8_t buf[kFlowKeyMax];
+  std::size_t n = 0;
+  switch (r.kind) {
+    case RuleKind::kFlow:
+      n = detail::encode_flow_key(buf, r.src.family, r.proto, r.src.bytes.data(), r.sport,
+                                  r.dst.bytes.data(), r.dport);
+      break;
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp:
+      n = detail::encode_addr_key(buf, r.kind, r.addr.family, r.addr.bytes.data());
+      break;
+    case RuleKind::kService:
+      n = detail::encode_service_key(buf, r.addr.family, r.proto, r.addr.bytes.data(), r.dport);
+      break;
+    case RuleKind::kUrl: {
+      std::string s(1, static_cast<char>(RuleKind::kUrl));
+      return s + r.name;
+    }
+    case RuleKind::kHost: {
+      std::string s(1, static_cast<char>(RuleKind::kHost));
+      for (char c : r.name) s += c == '.' ? static_cast<char>(detail::kHostSep) : c;
+      return s;
+    }
+  }
+  return std::string(reinterpret_cast<const char*>(buf), n);
+}
+
+std::optional<Rule> rule_from_key(const void* data, std::size_t len) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (len < 2 || p[0] < 1 || p[0] > kRuleKindCount) return std::nullopt;
+  Rule r;
+  r.kind = static_cast<RuleKind>(p[0]);
+  auto addr = [&](std::size_t at, uint8_t family, IpAddr& a) {
+    a.family = family;
+    std::memcpy(a.bytes.data(), p + at, a.size());
+  };
+  auto be16 = [&](std::size_t at) { return static_cast<uint16_t>((p[at] << 8) | p[at + 1]); };
+  const uint8_t fam = p[1];
+  const std::size_t an = fam == 4 ? 4 : 16;
+  const bool family_ok = fam == 4 || fam == 6;
+  switch (r.kind) {
+    case RuleKind::kFlow:
+      if (!family_ok || len != 3 + 2 * (an + 2)) return std::nullopt;
+      r.proto = p[2];
+      addr(3, fam, r.src);
+      r.sport = be16(3 + an);
+      addr(5 + an, fam, r.dst);
+      r.dport = be16(5 + 2 * an);
+      if (!proto_has_ports(r.proto) && (r.sport != 0 || r.dport != 0)) return std::nullopt;
+      break;
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp:
+      if (!family_ok || len != 2 + an) return std::nullopt;
+      addr(2, fam, r.addr);
+      break;
+    case RuleKind::kService:
+      if (!family_ok || len != 5 + an) return std::nullopt;
+      r.proto = p[2];
+      addr(3, fam, r.addr);
+      r.dport = be16(3 + an);
+      if (!proto_has_ports(r.proto) && r.dport != 0) return std::nullopt;
+      break;
+    case RuleKind::kUrl:
+      r.name.assign(reinterpret_cast<const char*>(p + 1), len - 1);
+      break;
+    case RuleKind::kHost:
+      for (std::size_t i = 1; i < len; ++i)
+        r.name += p[i] == detail::kHostSep ? '.' : static_cast<char>(p[i]);
+      break;
+  }
+  return r;
+}
+
+std::string rule_order_key(const Rule& r) {
+  std::string s(1, static_cast<char>(r.kind));
+  auto addr = [&](const IpAddr& a) {
+    s += static_cast<char>(a.family);
+    s.append(reinterpret_cast<const char*>(a.bytes.data()), a.size());
+  };
+  auto be16 = [&](uint16_t v) {
+    s += static_cast<char>(v >> 8);
+    s += static_cast<char>(v & 0xff);
+  };
+  switch (r.kind) {
+    case RuleKind::kFlow:
+      addr(r.src);
+      s.append(reinterpret_cast<const char*>(r.dst.bytes.data()), r.dst.size());
+      s += static_cast<char>(r.proto);
+      be16(r.sport);
+      be16(r.dport);
+      break;
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp:
+      addr(r.addr);
+      break;
+    case RuleKind::kService:
+      addr(r.addr);
+      s += static_cast<char>(r.proto);
+      be16(r.dport);
+      break;
+    case RuleKind::kUrl:
+      s += r.name;
+      break;
+    case RuleKind::kHost: {
+      // Labels from the top-level domain down, each followed by '\0', which
+      // sorts below every name byte: a domain lists right before its
+      // subdomains, and "example" before "example-x".
+      std::string_view n = r.name;
+      while (!n.empty()) {
+        const std::size_t dot = n.rfind('.');
+        const std::size_t b = dot == std::string_view::npos ? 0 : dot + 1;
+        s.append(n.substr(b));
+        s += '\0';
+        n = dot == std::string_view::npos ? std::string_view{} : n.substr(0, dot);
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+uint64_t key_hash(const void* data, std::size_t len) noexcept { return XXH3_64bits(data, len); }
+
+Key128 key_hash128(const void* data, std::size_t len) noexcept {
+  const XXH128_hash_t h = XXH3_128bits(data, len);
+  return Key128{h.low64, h.high64};
+}
+
+}  // namespace cg

@@ -1,0 +1,391 @@
+// Rule language: tokenising, parsing with line/column errors, canonical text.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "cuckoogate/keys/rule.hpp"
+#include "encoding.hpp"
+
+namespace cg {
+namespace {
+
+constexpr std::string_view kKindNames[kRuleKindCount] = {"flow", "src",     "dst", "ip",
+                                                         "service", "url", "host"};
+
+constexpr std::string_view kExpectKind = "rule kind (flow, src, dst, ip, service, url, host)";
+constexpr std::string_view kExpectProto =
+    "protocol (tcp, udp, sctp, icmp, icmpv6 or a number 0-255)";
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(detail::ascii_lower(static_cast<uint8_t>(c)));
+  return r;
+}
+
+struct Token {
+  std::string_view text;
+  std::size_t col;  // 1-based column of the first byte
+};
+
+// Thrown inside the parser only; parse_rule turns it into a ParseError.
+struct Fail {
+  std::size_t col;
+  std::string expected;
+};
+
+std::optional<uint8_t> proto_from_text(std::string_view t) {
+  const std::string s = lower(t);
+  if (s == "tcp") return kProtoTcp;
+  if (s == "udp") return kProtoUdp;
+  if (s == "sctp") return kProtoSctp;
+  if (s == "icmp") return kProtoIcmp;
+  if (s == "icmpv6") return kProtoIcmpv6;
+  if (s.empty() || s.size() > 3) return std::nullopt;
+  unsigned v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > 255) return std::nullopt;
+  return static_cast<uint8_t>(v);
+}
+
+std::string proto_text(uint8_t p) {
+  switch (p) {
+    case kProtoTcp: return "tcp";
+    case kProtoUdp: return "udp";
+    case kProtoSctp: return "sctp";
+    case kProtoIcmp: return "icmp";
+    case kProtoIcmpv6: return "icmpv6";
+    default: return std::to_string(p);
+  }
+}
+
+uint16_t parse_port(std::string_view t, std::size_t col) {
+  if (t.empty()) throw Fail{col, "port number after ':'"};
+  uint32_t v = 0;
+  for (char c : t) {
+    if (c < '0' || c > '9') throw Fail{col, "port number 0-65535"};
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+    if (v > 65535) throw Fail{col, "port number 0-65535"};
+  }
+  return static_cast<uint16_t>(v);
+}
+
+IpAddr parse_addr_or_fail(std::string_view t, std::size_t col, std::string_view what) {
+  auto a = parse_address(t);
+  if (!a) throw Fail{col, std::string(what)};
+  return *a;
+}
+
+struct Endpoint {
+  IpAddr addr;
+  uint16_t port = 0;
+};
+
+// "a.b.c.d:port" / "[v6]:port" when with_port, else "a.b.c.d" / "v6" / "[v6]".
+Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role) {
+  const std::string_view t = tok.text;
+  const std::string addr_what = std::string(role) + " address";
+  Endpoint ep;
+  if (t.front() == '[') {
+    const std::size_t rb = t.find(']');
+    if (rb == std::string_view::npos) throw Fail{tok.col, "']' after the IPv6 address"};
+    ep.addr = parse_addr_or_fail(t.substr(1, rb - 1), tok.col + 1, "IPv6 address inside '[ ]'");
+    if (ep.addr.family != 6) throw Fail{tok.col + 1, "IPv6 address inside '[ ]'"};
+    const std::size_t after = rb + 1;
+    if (!with_port) {
+      if (after != t.size()) throw Fail{tok.col + after, "end of address (this protocol has no ports)"};
+      return ep;
+    }
+    if (after == t.size()) throw Fail{tok.col + after, "':' and port number after the address"};
+    if (t[after] != ':') throw Fail{tok.col + after, "':' and port number after the address"};
+    ep.port = parse_port(t.substr(after + 1), tok.col + after + 1);
+    return ep;
+  }
+  const std::size_t colons = static_cast<std::size_t>(std::count(t.begin(), t.end(), ':'));
+  if (!with_port) {
+    if (colons == 1) throw Fail{tok.col + t.find(':'), "end of address (this protocol has no ports)"};
+    ep.addr = parse_addr_or_fail(t, tok.col, addr_what + " (IPv4 or IPv6)");
+    return ep;
+  }
+  if (colons > 1) {
+    throw Fail{tok.col, addr_what + " and port: a.b.c.d:port or [IPv6]:port"};
+  }
+  const std::size_t c = t.find(':');
+  ep.addr = parse_addr_or_fail(t.substr(0, c), tok.col,
+                               addr_what + " and port: a.b.c.d:port or [IPv6]:port");
+  if (c == std::string_view::npos) {
+    throw Fail{tok.col + t.size(), "':' and port number after the address"};
+  }
+  ep.port = parse_port(t.substr(c + 1), tok.col + c + 1);
+  return ep;
+}
+
+bool host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+// Validates an already lower-cased, trailing-dot-stripped host name; returns
+// the 0-based offset of the first bad byte or npos.
+std::size_t check_host_name(std::string_view s) {
+  std::size_t label = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '.') {
+      if (label == 0) return i;
+      label = 0;
+      continue;
+    }
+    if (!host_char(s[i]) || ++label > 63) return i;
+  }
+  if (label == 0) return s.size();
+  return std::string_view::npos;
+}
+
+constexpr std::string_view kExpectHost =
+    "host name (letters, digits, '-' and '_' in dot-separated labels of at most 63)";
+
+std::string parse_host(const Token& tok) {
+  std::string s = lower(tok.text);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  if (s.empty()) throw Fail{tok.col, std::string(kExpectHost)};
+  const std::size_t bad = check_host_name(s);
+  if (bad != std::string_view::npos) throw Fail{tok.col + bad, std::string(kExpectHost)};
+  if (s.size() > kMaxNameLen) throw Fail{tok.col, "host name of at most 253 bytes"};
+  return s;
+}
+
+std::string parse_url(const Token& tok) {
+  std::string_view t = tok.text;
+  std::size_t col = tok.col;
+  if (t.size() >= 7 && lower(t.substr(0, 7)) == "http://") {
+    t.remove_prefix(7);
+    col += 7;
+  } else if (const std::size_t sch = t.find("://");
+             sch != std::string_view::npos && sch < t.find_first_of("/?")) {
+    throw Fail{col, "url without a scheme, or with http:// (host[:port]/path)"};
+  }
+  const std::size_t auth_end = std::min(t.find('/'), t.find('?'));
+  const std::string_view auth = t.substr(0, std::min(auth_end, t.size()));
+  std::string_view path = auth_end == std::string_view::npos ? std::string_view{} : t.substr(auth_end);
+  if (auth.empty()) throw Fail{col, "host name in the url"};
+  const auto* araw = reinterpret_cast<const uint8_t*>(auth.data());
+  detail::AuthorityParts a;
+  if (!detail::split_authority(araw, auth.size(), a)) {
+    if (auth.front() == '[' && auth.find(']') == std::string_view::npos)
+      throw Fail{col, "']' closing the IPv6 literal in the url"};
+    const std::size_t rb = auth.front() == '[' ? auth.find(']') + 1 : 0;
+    const std::size_t colon = auth.find(':', rb);
+    if (colon != std::string_view::npos && colon > 0) throw Fail{col + colon + 1, "port number 0-65535 in the url"};
+    throw Fail{col, "host name in the url"};
+  }
+  if (a.host_len > kMaxNameLen) throw Fail{col, "host name of at most 253 bytes in the url"};
+  std::string canon(detail::authority_len(a), '\0');
+  detail::write_authority(araw, a, reinterpret_cast<uint8_t*>(canon.data()));
+  const std::string_view host = std::string_view(canon).substr(0, a.host_len);
+  if (host.front() == '[') {
+    auto v6 = parse_address(host.substr(1, host.size() - 2));
+    if (!v6 || v6->family != 6) throw Fail{col + 1, "IPv6 address inside '[ ]' in the url"};
+  } else {
+    const std::size_t bad = check_host_name(host);
+    if (bad != std::string_view::npos) throw Fail{col + bad, std::string(kExpectHost) + " in the url"};
+  }
+  std::string out = canon;
+  if (path.empty() || path.front() == '?') out += '/';
+  out += path;
+  if (out.size() > kMaxUrlLen) throw Fail{tok.col, "url of at most 2048 bytes"};
+  return out;
+}
+
+Rule parse_tokens(const std::vector<Token>& tok, std::size_t end_col) {
+  std::size_t i = 0;
+  auto next = [&](std::string_view what) -> const Token& {
+    if (i >= tok.size()) throw Fail{end_col, std::string(what)};
+    return tok[i++];
+  };
+  const Token& kt = next(kExpectKind);
+  const auto kind = kind_from_name(lower(kt.text));
+  if (!kind) throw Fail{kt.col, std::string(kExpectKind)};
+  Rule r;
+  r.kind = *kind;
+  switch (r.kind) {
+    case RuleKind::kFlow: {
+      const Token& pt = next(kExpectProto);
+      const auto p = proto_from_text(pt.text);
+      if (!p) throw Fail{pt.col, std::string(kExpectProto)};
+      r.proto = *p;
+      const bool ports = proto_has_ports(r.proto);
+      const Token& st = next(ports ? "source address and port" : "source address");
+      const Endpoint s = parse_endpoint(st, ports, "source");
+      const Token& dt = next(ports ? "destination address and port" : "destination address");
+      const Endpoint d = parse_endpoint(dt, ports, "destination");
+      if (d.addr.family != s.addr.family) {
+        throw Fail{dt.col, std::string("destination address of the same family as the source (IPv") +
+                               (s.addr.family == 4 ? "4)" : "6)")};
+      }
+      r.src = s.addr;
+      r.sport = s.port;
+      r.dst = d.addr;
+      r.dport = d.port;
+      break;
+    }
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp: {
+      const Token& at = next("IPv4 or IPv6 address");
+      r.addr = parse_endpoint(at, false, "IPv4 or IPv6").addr;
+      break;
+    }
+    case RuleKind::kService: {
+      const Token& pt = next(kExpectProto);
+      const auto p = proto_from_text(pt.text);
+      if (!p) throw Fail{pt.col, std::string(kExpectProto)};
+      r.proto = *p;
+      const bool ports = proto_has_ports(r.proto);
+      const Token& at = next(ports ? "destination address and port" : "destination address");
+      const Endpoint d = parse_endpoint(at, ports, "destination");
+      r.addr = d.addr;
+      r.dport = d.port;
+      break;
+    }
+    case RuleKind::kUrl:
+      r.name = parse_url(next("url (host[:port]/path?query)"));
+      break;
+    case RuleKind::kHost:
+      r.name = parse_host(next("host name"));
+      break;
+  }
+  if (i < tok.size()) throw Fail{tok[i].col, "end of rule"};
+  return r;
+}
+
+}  // namespace
+
+std::string_view kind_name(RuleKind k) noexcept {
+  const auto i = static_cast<std::size_t>(k);
+  if (i < 1 || i > kRuleKindCount) return {};
+  return kKindNames[i - 1];
+}
+
+std::optional<RuleKind> kind_from_name(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < kRuleKindCount; ++i) {
+    if (kKindNames[i] == s) return static_cast<RuleKind>(i + 1);
+  }
+  return std::nullopt;
+}
+
+std::optional<IpAddr> parse_address(std::string_view text) {
+  char buf[INET6_ADDRSTRLEN + 1];
+  if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+  std::memcpy(buf, text.data(), text.size());
+  buf[text.size()] = '\0';
+  IpAddr a;
+  if (text.find(':') == std::string_view::npos) {
+    if (inet_pton(AF_INET, buf, a.bytes.data()) != 1) return std::nullopt;
+    a.family = 4;
+  } else {
+    if (inet_pton(AF_INET6, buf, a.bytes.data()) != 1) return std::nullopt;
+    a.family = 6;
+  }
+  return a;
+}
+
+std::string format_address(const IpAddr& a) {
+  char buf[INET6_ADDRSTRLEN];
+  if (a.family == 4) return inet_ntop(AF_INET, a.bytes.data(), buf, sizeof buf);
+  if (a.family == 6) return inet_ntop(AF_INET6, a.bytes.data(), buf, sizeof buf);
+  return {};
+}
+
+std::string ParseError::message() const {
+  return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": expected " +
+         expected;
+}
+
+RuleParse parse_rule(std::string_view text, std::size_t line) {
+  const std::size_t hash = text.find('#');
+  if (hash != std::string_view::npos) text = text.substr(0, hash);
+  std::vector<Token> tok;
+  std::size_t end_col = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    if (is_space(text[i])) {
+      ++i;
+      continue;
+    }
+    const std::size_t b = i;
+    while (i < text.size() && !is_space(text[i])) ++i;
+    tok.push_back({text.substr(b, i - b), b + 1});
+    end_col = i + 1;
+  }
+  RuleParse res;
+  try {
+    res.rule = parse_tokens(tok, end_col);
+  } catch (const Fail& f) {
+    res.error = ParseError{line, f.col, f.expected};
+  }
+  return res;
+}
+
+RuleFileParse parse_rules(std::string_view file_text, bool skip_bad) {
+  RuleFileParse out;
+  std::unordered_set<std::string> seen;
+  std::size_t line = 0;
+  while (!file_text.empty()) {
+    ++line;
+    const std::size_t nl = file_text.find('\n');
+    std::string_view l = file_text.substr(0, nl);
+    file_text = nl == std::string_view::npos ? std::string_view{} : file_text.substr(nl + 1);
+    const std::size_t hash = l.find('#');
+    const std::string_view content = l.substr(0, hash);
+    if (std::all_of(content.begin(), content.end(), is_space)) continue;
+    RuleParse p = parse_rule(l, line);
+    if (!p.rule) {
+      out.errors.push_back(std::move(p.error));
+      continue;
+    }
+    if (seen.insert(rule_key(*p.rule)).second) out.rules.push_back(std::move(*p.rule));
+  }
+  if (!skip_bad && !out.errors.empty()) out.rules.clear();
+  return out;
+}
+
+std::string format_rule(const Rule& r) {
+  std::string s(kind_name(r.kind));
+  auto endpoint = [&](const IpAddr& a, uint16_t port, bool with_port) {
+    s += ' ';
+    if (with_port && a.family == 6) {
+      s += '[' + format_address(a) + "]:" + std::to_string(port);
+    } else if (with_port) {
+      s += format_address(a) + ':' + std::to_string(port);
+    } else {
+      s += format_address(a);
+    }
+  };
+  switch (r.kind) {
+    case RuleKind::kFlow:
+      s += ' ' + proto_text(r.proto);
+      endpoint(r.src, r.sport, proto_has_ports(r.proto));
+      endpoint(r.dst, r.dport, proto_has_ports(r.proto));
+      break;
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp:
+      endpoint(r.addr, 0, false);
+      break;
+    case RuleKind::kService:
+      s += ' ' + proto_text(r.proto);
+      endpoint(r.addr, r.dport, proto_has_ports(r.proto));
+      break;
+    case RuleKind::kUrl:
+    case RuleKind::kHost:
+      s += ' ' + r.name;
+      break;
+  }
+  return s;
+}
+
+}  // namespace cg

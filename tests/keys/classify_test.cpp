@@ -1,0 +1,459 @@
+// Packet classification, per encapsulation and per rule kind. Every match is
+// checked through Classified::has(), which requires the emitted key bytes to
+// equal rule_key() of the rule, with the same kind and key_hash().
+#include <gtest/gtest.h>
+
+#include "cuckoogate/keys/classify.hpp"
+#include "keys_test_util.hpp"
+
+namespace cg {
+namespace {
+
+using test::Bytes;
+using test::classify_frame;
+using test::Packet;
+
+Bytes http(std::string_view req) {
+  return Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).payload(req).frame();
+}
+
+// ---- L3/L4 and the address kinds -------------------------------------------
+
+TEST(Classify, Ipv4TcpEmitsFlowAddressesAndService) {
+  const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1234, 80).frame());
+  EXPECT_FALSE(c.malformed());
+  EXPECT_EQ(c.keys->n, 6u);
+  EXPECT_TRUE(c.matches("flow tcp 10.0.0.1:1234 10.0.0.2:80"));
+  EXPECT_TRUE(c.matches("src 10.0.0.1"));
+  EXPECT_TRUE(c.matches("dst 10.0.0.2"));
+  EXPECT_TRUE(c.matches("ip 10.0.0.1"));
+  EXPECT_TRUE(c.matches("ip 10.0.0.2"));
+  EXPECT_TRUE(c.matches("service tcp 10.0.0.2:80"));
+  EXPECT_EQ(c.count(RuleKind::kIp), 2u);
+}
+
+TEST(Classify, DirectionAndFieldsMatter) {
+  const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1234, 80).frame());
+  EXPECT_FALSE(c.matches("flow tcp 10.0.0.2:80 10.0.0.1:1234"));  // other direction
+  EXPECT_FALSE(c.matches("flow udp 10.0.0.1:1234 10.0.0.2:80"));
+  EXPECT_FALSE(c.matches("src 10.0.0.2"));
+  EXPECT_FALSE(c.matches("dst 10.0.0.1"));
+  EXPECT_FALSE(c.matches("service tcp 10.0.0.1:1234"));
+  EXPECT_FALSE(c.matches("service tcp 10.0.0.2:81"));
+  EXPECT_FALSE(c.matches("service udp 10.0.0.2:80"));
+}
+
+TEST(Classify, Ipv6UdpAndSctp) {
+  const auto u = classify_frame(Packet().ipv6("2001:db8::1", "2001:db8::2").udp(53, 5353).frame());
+  EXPECT_FALSE(u.malformed());
+  EXPECT_TRUE(u.matches("flow udp [2001:db8::1]:53 [2001:db8::2]:5353"));
+  EXPECT_TRUE(u.matches("service udp [2001:db8::2]:5353"));
+  EXPECT_TRUE(u.matches("src 2001:db8::1"));
+  EXPECT_TRUE(u.matches("ip 2001:db8::2"));
+  const auto s = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").sctp(5000, 6000).frame());
+  EXPECT_TRUE(s.matches("flow sctp 192.0.2.1:5000 192.0.2.2:6000"));
+  EXPECT_TRUE(s.matches("service 132 192.0.2.2:6000"));
+}
+
+TEST(Classify, ProtocolsWithoutPortsUseZeroPorts) {
+  const auto i4 = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").icmp().frame());
+  EXPECT_TRUE(i4.matches("flow icmp 10.0.0.1 10.0.0.2"));
+  EXPECT_TRUE(i4.matches("service icmp 10.0.0.2"));
+  const auto i6 = classify_frame(Packet().ipv6("2001:db8::1", "2001:db8::2").icmp().frame());
+  EXPECT_TRUE(i6.matches("flow icmpv6 2001:db8::1 2001:db8::2"));
+  const auto gre = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").proto(47).payload("xxxx").frame());
+  EXPECT_TRUE(gre.matches("flow 47 10.0.0.1 10.0.0.2"));
+  EXPECT_FALSE(gre.malformed());
+}
+
+TEST(Classify, Ipv4MappedIpv6AddressStaysIpv6) {
+  const auto c = classify_frame(Packet().ipv6("::ffff:10.0.0.1", "2001:db8::2").udp(1, 2).frame());
+  EXPECT_TRUE(c.matches("src ::ffff:10.0.0.1"));
+  EXPECT_FALSE(c.matches("src 10.0.0.1"));
+}
+
+// ---- L2 ----------------------------------------------------------------------
+
+TEST(Classify, VlanAndQinQ) {
+  const auto v = classify_frame(Packet().vlan(10).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame());
+  EXPECT_TRUE(v.matches("flow udp 10.0.0.1:1 10.0.0.2:2"));
+  const auto q = classify_frame(
+      Packet().vlan(100, 0x88a8).vlan(200).ipv6("2001:db8::1", "2001:db8::2").tcp(1, 2).frame());
+  EXPECT_FALSE(q.malformed());
+  EXPECT_TRUE(q.matches("flow tcp [2001:db8::1]:1 [2001:db8::2]:2"));
+  const auto qq = classify_frame(Packet().vlan(1).vlan(2).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame());
+  EXPECT_TRUE(qq.matches("src 10.0.0.1"));
+}
+
+TEST(Classify, NonIpAndDeeperVlanStacksMatchNothing) {
+  const auto arp = classify_frame(Packet().eth_type(0x0806).payload("arp arp arp arp").frame());
+  EXPECT_EQ(arp.keys->n, 0u);
+  EXPECT_FALSE(arp.malformed());
+  const auto three =
+      classify_frame(Packet().vlan(1).vlan(2).vlan(3).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame());
+  EXPECT_EQ(three.keys->n, 0u);
+}
+
+TEST(Classify, EthernetPaddingIsNotPayload) {
+  Bytes f = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1000, 53).frame();
+  f.resize(80, 0);  // padding beyond the IP total length
+  const auto c = classify_frame(f);
+  EXPECT_FALSE(c.malformed());
+  EXPECT_EQ(c.count(RuleKind::kHost), 0u);
+  EXPECT_TRUE(c.matches("flow udp 10.0.0.1:1000 10.0.0.2:53"));
+}
+
+// ---- IPv4 options, IPv6 extension headers, fragments -------------------------
+
+TEST(Classify, Ipv4OptionsAreSkipped) {
+  const Bytes f = Packet()
+                      .ipv4("10.0.0.1", "10.0.0.2")
+                      .ipv4_options({0x94, 0x04, 0x00, 0x00, 0x01, 0x01, 0x01})  // RA + NOPs
+                      .tcp(1234, 8080)
+                      .payload("GET /x HTTP/1.1\r\nHost: a.example\r\n\r\n")
+                      .frame();
+  const auto c = classify_frame(f);
+  EXPECT_FALSE(c.malformed());
+  EXPECT_TRUE(c.matches("flow tcp 10.0.0.1:1234 10.0.0.2:8080"));
+  EXPECT_TRUE(c.matches("url a.example/x"));
+}
+
+TEST(Classify, Ipv6ExtensionChainIsWalked) {
+  const Bytes f = Packet()
+                      .ipv6("2001:db8::1", "2001:db8::2")
+                      .ipv6_ext(0)
+                      .ipv6_ext(43, 14)
+                      .ipv6_ext(60, 30)
+                      .tcp(1234, 443)
+                      .payload(test::tls_client_hello("sni.example.net"))
+                      .frame();
+  const auto c = classify_frame(f);
+  EXPECT_FALSE(c.malformed());
+  EXPECT_TRUE(c.matches("flow tcp [2001:db8::1]:1234 [2001:db8::2]:443"));
+  EXPECT_TRUE(c.matches("host sni.example.net"));
+}
+
+TEST(Classify, Ipv6AuthenticationHeaderAndFragmentHeaderInTheChain) {
+  const Bytes f = Packet()
+                      .ipv6("2001:db8::1", "2001:db8::2")
+                      .ipv6_ext(0)
+                      .ipv6_ext(51, 12)
+                      .ipv6_ext(60)
+                      .fragment(0, false)  // atomic fragment
+                      .udp(1000, 53)
+                      .payload(test::dns_query("ah.example"))
+                      .frame();
+  const auto c = classify_frame(f);
+  EXPECT_FALSE(c.malformed());
+  EXPECT_TRUE(c.matches("flow udp [2001:db8::1]:1000 [2001:db8::2]:53"));
+  EXPECT_TRUE(c.matches("host ah.example"));
+}
+
+TEST(Classify, TooManyIpv6ExtensionHeadersAreMalformed) {
+  Packet ok;
+  ok.ipv6("2001:db8::1", "2001:db8::2");
+  for (int i = 0; i < 16; ++i) ok.ipv6_ext(60);
+  EXPECT_TRUE(classify_frame(ok.udp(1, 2).frame()).matches("flow udp [2001:db8::1]:1 [2001:db8::2]:2"));
+  Packet p;
+  p.ipv6("2001:db8::1", "2001:db8::2");
+  for (int i = 0; i < 17; ++i) p.ipv6_ext(60);
+  const auto c = classify_frame(p.udp(1, 2).frame());
+  EXPECT_TRUE(c.malformed());
+  EXPECT_TRUE(c.matches("dst 2001:db8::2"));
+  EXPECT_EQ(c.count(RuleKind::kFlow), 0u);
+}
+
+TEST(Classify, Ipv6NoNextHeaderIsAProtocolWithoutPorts) {
+  const auto c = classify_frame(Packet().ipv6("2001:db8::1", "2001:db8::2").frame());
+  EXPECT_FALSE(c.malformed());
+  EXPECT_TRUE(c.matches("flow 59 2001:db8::1 2001:db8::2"));
+}
+
+TEST(Classify, FirstFragmentsCarryPortsBothFamilies) {
+  const auto v4 = classify_frame(
+      Packet().ipv4("10.0.0.1", "10.0.0.2").fragment(0, true).udp(1000, 53)
+          .payload(test::dns_query("frag.example.org")).frame());
+  EXPECT_FALSE(v4.malformed());
+  EXPECT_FALSE(v4.keys->non_first_fragment);
+  EXPECT_TRUE(v4.matches("flow udp 10.0.0.1:1000 10.0.0.2:53"));
+  EXPECT_TRUE(v4.matches("host example.org"));
+  const auto v6 = classify_frame(
+      Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(0).fragment(0, true).tcp(1, 80)
+          .payload("GET / HTTP/1.1\r\nHost: f.example\r\n\r\n").frame());
+  EXPECT_FALSE(v6.malformed());
+  EXPECT_TRUE(v6.matches("flow tcp [2001:db8::1]:1 [2001:db8::2]:80"));
+  EXPECT_TRUE(v6.matches("url f.example/"));
+}
+
+TEST(Classify, NonFirstFragmentsMatchAddressRulesOnly) {
+  for (const Bytes& f :
+       {Packet().ipv4("10.0.0.1", "10.0.0.2").fragment(185, false).tcp(1, 80)
+            .payload("GET / HTTP/1.1\r\nHost: f.example\r\n\r\n").frame(),
+        Packet().ipv6("2001:db8::1", "2001:db8::2")
+            .fragment(185, true).udp(1, 53).payload(test::dns_query("f.example")).frame()}) {
+    const auto c = classify_frame(f);
+    EXPECT_FALSE(c.malformed());
+    EXPECT_TRUE(c.keys->non_first_fragment);
+    EXPECT_EQ(c.keys->n, 4u);
+    EXPECT_EQ(c.count(RuleKind::kSrc), 1u);
+    EXPECT_EQ(c.count(RuleKind::kDst), 1u);
+    EXPECT_EQ(c.count(RuleKind::kIp), 2u);
+  }
+}
+
+// ---- malformed -------------------------------------------------------------
+
+TEST(Classify, CutTcpHeaderIsMalformedButKeepsAddresses) {
+  Bytes f = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1234, 80).frame();
+  f.resize(14 + 20 + 10);
+  const auto c = classify_frame(f);
+  EXPECT_TRUE(c.malformed());
+  EXPECT_TRUE(c.matches("src 10.0.0.1"));
+  EXPECT_TRUE(c.matches("ip 10.0.0.2"));
+  EXPECT_EQ(c.count(RuleKind::kFlow), 0u);
+  EXPECT_EQ(c.count(RuleKind::kService), 0u);
+}
+
+TEST(Classify, InconsistentHeadersAreMalformed) {
+  Bytes bad_ihl = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame();
+  bad_ihl[14] = 0x44;  // IHL 4
+  EXPECT_TRUE(classify_frame(bad_ihl).malformed());
+  Bytes long_total = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame();
+  long_total[16] = 0x05;  // total length beyond the frame
+  const auto lt = classify_frame(long_total);
+  EXPECT_TRUE(lt.malformed());
+  EXPECT_TRUE(lt.matches("dst 10.0.0.2"));
+  Bytes bad_udp = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame();
+  bad_udp[14 + 20 + 5] = 4;  // UDP length < 8
+  EXPECT_TRUE(classify_frame(bad_udp).malformed());
+  Bytes bad_doff = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 2).frame();
+  bad_doff[14 + 20 + 12] = 0x40;  // data offset 4
+  EXPECT_TRUE(classify_frame(bad_doff).malformed());
+  Bytes wrong_version = Packet().ipv6("2001:db8::1", "2001:db8::2").udp(1, 2).frame();
+  wrong_version[14] = 0x40;
+  EXPECT_TRUE(classify_frame(wrong_version).malformed());
+  Bytes cut_ext = Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(60, 30).frame();
+  cut_ext.resize(cut_ext.size() - 8);
+  const auto ce = classify_frame(cut_ext);
+  EXPECT_TRUE(ce.malformed());
+  EXPECT_TRUE(ce.matches("src 2001:db8::1"));
+  EXPECT_TRUE(classify_frame(Bytes(10, 0)).malformed());
+  Bytes cut_vlan = Packet().vlan(5).ipv4("10.0.0.1", "10.0.0.2").frame();
+  cut_vlan.resize(16);
+  EXPECT_TRUE(classify_frame(cut_vlan).malformed());
+}
+
+TEST(Classify, TcpOptionsAreSkipped) {
+  const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2")
+                                    .tcp(1, 80)
+                                    .tcp_options({2, 4, 0x05, 0xb4, 1, 1, 4, 2})
+                                    .payload("GET /o HTTP/1.0\r\nHost: opt.example\r\n\r\n")
+                                    .frame());
+  EXPECT_FALSE(c.malformed());
+  EXPECT_TRUE(c.matches("url opt.example/o"));
+}
+
+// ---- url and host from HTTP ----------------------------------------------------
+
+TEST(ClassifyHttp, OriginFormTakesHostHeaderWithMixedCaseAndPort) {
+  const auto c = classify_frame(http(
+      "GET /Path/Page?X=1&y=%20 HTTP/1.1\r\nUser-Agent: t\r\nhOsT:  WWW.Example.COM:8080 \r\n\r\n"));
+  EXPECT_TRUE(c.matches("url www.example.com:8080/Path/Page?X=1&y=%20"));
+  EXPECT_FALSE(c.matches("url www.example.com/Path/Page?X=1&y=%20"));
+  EXPECT_TRUE(c.matches("host www.example.com"));
+  EXPECT_TRUE(c.matches("host example.com"));
+  EXPECT_TRUE(c.matches("host com"));
+  EXPECT_FALSE(c.matches("url www.example.com:8080/path/page?x=1&y=%20"));
+}
+
+TEST(ClassifyHttp, DefaultPortIsDropped) {
+  const auto c = classify_frame(http("POST /a HTTP/1.0\r\nHost: example.com:80\r\n\r\nbody"));
+  EXPECT_TRUE(c.matches("url example.com/a"));
+  EXPECT_TRUE(c.matches("url http://example.com:80/a"));
+  EXPECT_EQ(c.count(RuleKind::kUrl), 1u);
+  const auto d = classify_frame(http("GET /a HTTP/1.1\r\nHost: Example.com.\r\n\r\n"));
+  EXPECT_TRUE(d.matches("url example.com/a"));
+  EXPECT_TRUE(d.matches("host example.com"));
+}
+
+TEST(ClassifyHttp, AbsoluteFormTakesHostFromTarget) {
+  const auto c = classify_frame(
+      http("GET http://Proxy.Example.NET:3128/q?x HTTP/1.1\r\nHost: other.org\r\n\r\n"));
+  EXPECT_TRUE(c.matches("url proxy.example.net:3128/q?x"));
+  EXPECT_TRUE(c.matches("host example.net"));
+  EXPECT_FALSE(c.matches("host other.org"));
+  const auto bare = classify_frame(http("HEAD HTTP://example.com HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(bare.matches("url example.com/"));
+  const auto query = classify_frame(http("GET http://example.com?q HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(query.matches("url example.com/?q"));
+  const auto user = classify_frame(http("GET http://u:p@example.com/ HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(user.matches("url example.com/"));
+}
+
+TEST(ClassifyHttp, EveryMethodOnAnyPort) {
+  for (const char* m : {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"}) {
+    const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 9999)
+                                      .payload(std::string(m) + " /m HTTP/1.1\r\nHost: m.example\r\n\r\n")
+                                      .frame());
+    EXPECT_TRUE(c.matches("url m.example/m")) << m;
+  }
+  const auto connect = classify_frame(http("CONNECT tunnel.example:443 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_TRUE(connect.matches("host tunnel.example"));
+  EXPECT_EQ(connect.count(RuleKind::kUrl), 0u);
+}
+
+TEST(ClassifyHttp, FragmentInTargetIsDropped) {
+  const auto c = classify_frame(http("GET /a?b#c HTTP/1.1\r\nHost: e.example\r\n\r\n"));
+  EXPECT_TRUE(c.matches("url e.example/a?b"));
+}
+
+TEST(ClassifyHttp, NoHostNoUrlOrHostKey) {
+  for (const char* req : {"GET /a HTTP/1.1\r\n\r\n", "GET /a HTTP/1.1\r\nX-Host: a.b\r\n\r\n",
+                          "GET /a HTTP/1.1\r\nHost:\r\n\r\n",
+                          "GET /a HTTP/1.1\r\nAccept: */*\r\n",  // headers cut before Host
+                          "GET /a HTTP/1.1\r\nHost: a.example:99999\r\n\r\n"}) {
+    const auto c = classify_frame(http(req));
+    EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << req;
+    EXPECT_EQ(c.count(RuleKind::kHost), 0u) << req;
+    EXPECT_FALSE(c.malformed());
+  }
+}
+
+TEST(ClassifyHttp, LookAlikesAreNotHttp) {
+  for (const char* p :
+       {"GETX / HTTP/1.1\r\nHost: a.example\r\n\r\n", "get / HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/2.0\r\nHost: a.example\r\n\r\n",
+        "GET /  HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.1\nHost: a.example\r\n\r\n",
+        "GET  / HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.1", " GET / HTTP/1.1\r\n\r\n",
+        "GET /\r\nHost: a.example\r\n\r\n"}) {
+    const auto c = classify_frame(http(p));
+    EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << p;
+    EXPECT_EQ(c.count(RuleKind::kHost), 0u) << p;
+  }
+  // An HTTP request over UDP is not HTTP either.
+  const auto udp = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 80)
+                                      .payload("GET / HTTP/1.1\r\nHost: a.example\r\n\r\n").frame());
+  EXPECT_EQ(udp.count(RuleKind::kUrl), 0u);
+}
+
+TEST(ClassifyHttp, LongUrlIsFlaggedNotEmitted) {
+  const std::string path(kMaxUrlLen, 'p');
+  const auto c = classify_frame(http("GET /" + path + " HTTP/1.1\r\nHost: l.example\r\n\r\n"));
+  EXPECT_TRUE(c.keys->url_too_long);
+  EXPECT_EQ(c.count(RuleKind::kUrl), 0u);
+  EXPECT_TRUE(c.matches("host l.example"));
+  const std::string fits(kMaxUrlLen - std::string("l.example/").size(), 'p');
+  const auto d = classify_frame(http("GET /" + fits + " HTTP/1.1\r\nHost: l.example\r\n\r\n"));
+  EXPECT_FALSE(d.keys->url_too_long);
+  EXPECT_TRUE(d.matches("url l.example/" + fits));
+}
+
+// ---- host: subdomains, TLS, DNS ----------------------------------------------
+
+TEST(ClassifyHost, NameAndEveryParentButNotLookAlikes) {
+  const auto c = classify_frame(http("GET / HTTP/1.1\r\nHost: a.b.example.org\r\n\r\n"));
+  EXPECT_EQ(c.count(RuleKind::kHost), 4u);
+  for (const char* r : {"host a.b.example.org", "host b.example.org", "host example.org", "host org"})
+    EXPECT_TRUE(c.matches(r)) << r;
+  EXPECT_FALSE(c.matches("host badexample.org"));
+  EXPECT_FALSE(c.matches("host b.example"));
+  const auto bad = classify_frame(http("GET / HTTP/1.1\r\nHost: badexample.org\r\n\r\n"));
+  EXPECT_FALSE(bad.matches("host example.org"));
+}
+
+TEST(ClassifyHost, DeepAndOverlongNamesCannotEscape) {
+  std::string deep;
+  for (int i = 0; i < 200; ++i) deep += "a.";
+  deep += "example.org";  // 411 bytes: longer than any DNS name
+  const auto c = classify_frame(http("GET / HTTP/1.1\r\nHost: " + deep + "\r\n\r\n"));
+  EXPECT_TRUE(c.matches("host example.org"));
+  EXPECT_TRUE(c.matches("host a.example.org"));
+  EXPECT_LE(c.count(RuleKind::kHost), kMaxHostKeys);
+  EXPECT_LE(c.keys->n, kMaxKeysPerPacket);
+
+  std::string max_labels;  // 127 one-byte labels: 253 bytes
+  for (int i = 0; i < 126; ++i) max_labels += "b.";
+  max_labels += "c";
+  ASSERT_EQ(max_labels.size(), kMaxNameLen);
+  const auto m = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 53)
+                                    .payload(test::dns_query(max_labels)).frame());
+  EXPECT_EQ(m.count(RuleKind::kHost), 127u);
+  EXPECT_TRUE(m.matches("host " + max_labels));
+  EXPECT_TRUE(m.matches("host b.c"));
+}
+
+TEST(ClassifyHost, TlsClientHelloSniOnAnyPort) {
+  const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(5555, 8443)
+                                    .payload(test::tls_client_hello("Api.Example.COM")).frame());
+  EXPECT_TRUE(c.matches("host api.example.com"));
+  EXPECT_TRUE(c.matches("host example.com"));
+  EXPECT_EQ(c.count(RuleKind::kUrl), 0u);
+  const auto none = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(5555, 443)
+                                       .payload(test::tls_client_hello("")).frame());
+  EXPECT_EQ(none.count(RuleKind::kHost), 0u);
+  EXPECT_FALSE(none.malformed());
+  Bytes server_hello = test::tls_client_hello("s.example");
+  server_hello[5] = 2;
+  const auto sh = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(443, 5555)
+                                     .payload(server_hello).frame());
+  EXPECT_EQ(sh.count(RuleKind::kHost), 0u);
+  Bytes cut = test::tls_client_hello("cut.example");
+  cut.resize(cut.size() - 3);  // ClientHello continues in the next segment
+  const auto ct = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 443).payload(cut).frame());
+  EXPECT_EQ(ct.count(RuleKind::kHost), 0u);
+}
+
+TEST(ClassifyHost, DnsQueriesButNotResponses) {
+  auto dns = [](const Bytes& msg, uint16_t dport = 53) {
+    return classify_frame(Packet().ipv6("2001:db8::1", "2001:db8::53").udp(40000, dport).payload(msg).frame());
+  };
+  const auto q = dns(test::dns_query("WWW.Example.Org"));
+  EXPECT_TRUE(q.matches("host www.example.org"));
+  EXPECT_TRUE(q.matches("host example.org"));
+  EXPECT_EQ(dns(test::dns_query("www.example.org", true)).count(RuleKind::kHost), 0u);
+  EXPECT_EQ(dns(test::dns_query("www.example.org", false, 2)).count(RuleKind::kHost), 0u);
+  EXPECT_EQ(dns(test::dns_query("www.example.org"), 5353).count(RuleKind::kHost), 0u);
+  Bytes no_question = test::dns_query("www.example.org");
+  no_question[5] = 0;  // QDCOUNT 0
+  EXPECT_EQ(dns(no_question).count(RuleKind::kHost), 0u);
+  Bytes pointer = test::dns_query("www.example.org");
+  pointer[12] = 0xc0;
+  pointer[13] = 0x0c;  // a compression pointer to itself
+  EXPECT_EQ(dns(pointer).count(RuleKind::kHost), 0u);
+  EXPECT_EQ(dns(test::dns_query("")).count(RuleKind::kHost), 0u);  // the root
+  // DNS over TCP is not looked at.
+  const auto tcp = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 53)
+                                      .payload(test::dns_query("t.example")).frame());
+  EXPECT_EQ(tcp.count(RuleKind::kHost), 0u);
+}
+
+// ---- rule_key equivalence for every kind, both families ------------------------
+
+TEST(ClassifyKeys, EncodingsEqualRuleKeysOfMatchingRules) {
+  struct Case {
+    Bytes frame;
+    std::vector<const char*> rules;
+  };
+  const std::vector<Case> cases = {
+      {Packet().ipv4("192.0.2.7", "203.0.113.5").tcp(33000, 443).frame(),
+       {"flow tcp 192.0.2.7:33000 203.0.113.5:443", "src 192.0.2.7", "dst 203.0.113.5",
+        "ip 192.0.2.7", "ip 203.0.113.5", "service tcp 203.0.113.5:443"}},
+      {Packet().vlan(3).ipv6("2001:db8::7", "2001:db8::9").udp(1, 2).frame(),
+       {"flow udp [2001:db8::7]:1 [2001:db8::9]:2", "src 2001:db8::7", "dst 2001:db8::9",
+        "ip 2001:db8::7", "ip 2001:db8::9", "service udp [2001:db8::9]:2"}},
+      {http("GET /p?q HTTP/1.1\r\nHost: X.example.com:81\r\n\r\n"),
+       {"url x.example.com:81/p?q", "host x.example.com", "host example.com", "host com"}},
+  };
+  for (const Case& cs : cases) {
+    const auto c = classify_frame(cs.frame);
+    EXPECT_EQ(c.keys->n, 6 + (cs.rules.size() == 4 ? 4u : 0u));
+    for (const char* r : cs.rules) EXPECT_TRUE(c.matches(r)) << r;
+    for (unsigned i = 0; i < c.keys->n; ++i) {
+      EXPECT_EQ(c.keys->key[i].hash, key_hash(c.keys->key_bytes(i), c.keys->key[i].len));
+      EXPECT_EQ(c.keys->key_bytes(i)[0], static_cast<uint8_t>(c.keys->key[i].kind));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cg
