@@ -1,0 +1,296 @@
+// cuckoogatectl: the command-line client of the gateway's control socket
+// (protocol: docs/control-protocol.md).
+//
+// Exit status: 0 success; 1 `check` found the rule absent; 2 any error (the
+// gateway answered ERR, the socket could not be reached, bad usage), with a
+// one-line message on stderr.
+#include <CLI/CLI.hpp>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string default_socket() {
+  const char* env = std::getenv("CUCKOOGATE_CTL");
+  return env != nullptr && *env != '\0' ? env : "/run/cuckoogate/cuckoogate.sock";
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "cuckoogatectl: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+class Connection {
+ public:
+  explicit Connection(const std::string& path) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(a.sun_path)) die("socket path too long: " + path);
+    std::memcpy(a.sun_path, path.c_str(), path.size());
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+      die("cannot connect to " + path + ": " + std::strerror(errno) +
+          " (is the gateway running? -s SOCKET or $CUCKOOGATE_CTL)");
+  }
+  ~Connection() { ::close(fd_); }
+
+  void send(const std::string& data) {
+    std::size_t off = 0;
+    while (off < data.size()) {
+      const ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        die(std::string("connection lost while sending: ") + std::strerror(errno));
+      }
+      off += static_cast<std::size_t>(n);
+    }
+  }
+
+  std::string read_line() {
+    for (;;) {
+      const std::size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      char tmp[65536];
+      const ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) die("the gateway closed the connection before answering");
+      buf_.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+
+  // A response: its first line, and the payload lines when `multi` and OK.
+  struct Response {
+    std::string first;
+    std::vector<std::string> body;
+    bool ok() const { return first.rfind("OK", 0) == 0; }
+  };
+  Response read_response(bool multi) {
+    Response r;
+    r.first = read_line();
+    if (multi && r.ok()) {
+      for (std::string l = read_line(); l != "."; l = read_line()) r.body.push_back(std::move(l));
+    }
+    return r;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+// "ERR 404 not in blocklist: ..." -> "not in blocklist: ..." for messages.
+std::string err_text(const std::string& first) {
+  if (first.rfind("ERR ", 0) != 0) return "unexpected answer: " + first;
+  const std::size_t sp = first.find(' ', 4);
+  return sp == std::string::npos ? first : first.substr(sp + 1);
+}
+
+// Rules on the command line: each argument is a whole rule when every
+// argument holds a blank ("src 1.2.3.4" "host a.org"); otherwise all the
+// arguments together are one rule (add src 1.2.3.4).
+std::vector<std::string> rules_from_args(const std::vector<std::string>& args) {
+  bool all_whole = true;
+  for (const auto& a : args) all_whole = all_whole && a.find(' ') != std::string::npos;
+  if (all_whole) return args;
+  std::string joined;
+  for (const auto& a : args) joined += (joined.empty() ? "" : " ") + a;
+  return {joined};
+}
+
+// `key value` lines -> JSON, keys split on '.' into nested objects.
+nlohmann::json lines_to_json(const std::vector<std::string>& lines) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const std::string& l : lines) {
+    const std::size_t sp = l.find(' ');
+    if (sp == std::string::npos) continue;
+    const std::string key = l.substr(0, sp), val = l.substr(sp + 1);
+    nlohmann::json* node = &j;
+    std::size_t start = 0;
+    for (std::size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
+      node = &(*node)[key.substr(start, dot - start)];
+    nlohmann::json v;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long u = std::strtoull(val.c_str(), &end, 10);
+    if (!val.empty() && *end == '\0' && errno == 0 && val[0] != '-') {
+      v = u;
+    } else {
+      const double d = std::strtod(val.c_str(), &end);
+      if (!val.empty() && *end == '\0') v = d;
+      else if (val == "true" || val == "false") v = val == "true";
+      else v = val;
+    }
+    (*node)[key.substr(start)] = v;
+  }
+  return j;
+}
+
+int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::string>& args) {
+  const auto rules = rules_from_args(args);
+  std::string req;
+  for (const auto& r : rules) req += verb + " " + r + "\n";
+  c.send(req);  // pipelined: one response per request, in order
+  int rc = 0;
+  for (const auto& r : rules) {
+    const auto resp = c.read_response(false);
+    if (resp.ok()) {
+      std::printf("%s: %s\n", r.c_str(), resp.first.substr(3).c_str());
+    } else {
+      std::fprintf(stderr, "cuckoogatectl: %s: %s\n", r.c_str(), err_text(resp.first).c_str());
+      rc = 2;
+    }
+  }
+  return rc;
+}
+
+int cmd_load(Connection& c, const std::string& file) {
+  std::ifstream fin;
+  std::istream* in = &std::cin;
+  if (file != "-") {
+    fin.open(file, std::ios::binary);
+    if (!fin) die("cannot open " + file);
+    in = &fin;
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::size_t total = 0;
+  if (file != "-") {
+    fin.seekg(0, std::ios::end);
+    total = static_cast<std::size_t>(fin.tellg());
+    fin.seekg(0);
+  }
+  c.send("load\n");
+  std::string chunk, line;
+  std::size_t sent = 0, lines = 0, next_report = 0;
+  while (std::getline(*in, line)) {
+    ++lines;
+    if (!line.empty() && line[0] == '.') die(file + ":" + std::to_string(lines) + ": a line may not start with '.'");
+    sent += line.size() + 1;
+    chunk += line;
+    chunk += '\n';
+    if (chunk.size() >= (1u << 16)) {
+      c.send(chunk);
+      chunk.clear();
+      if (tty && sent >= next_report) {
+        if (total) std::fprintf(stderr, "\rloading: %3zu%% (%zu lines)", sent * 100 / total, lines);
+        else std::fprintf(stderr, "\rloading: %zu lines", lines);
+        next_report = sent + (1u << 20);
+      }
+    }
+  }
+  chunk += ".\n";
+  c.send(chunk);
+  if (tty) std::fprintf(stderr, "\rloading: sent %zu lines, waiting for the gateway...\n", lines);
+  const auto resp = c.read_response(false);
+  if (!resp.ok()) {
+    std::fprintf(stderr, "cuckoogatectl: load: %s\n", err_text(resp.first).c_str());
+    return 2;
+  }
+  std::printf("%s\n", resp.first.substr(3).c_str());
+  return 0;
+}
+
+int cmd_multi(Connection& c, const std::string& req, bool json) {
+  c.send(req + "\n");
+  const auto resp = c.read_response(true);
+  if (!resp.ok()) {
+    std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
+    return 2;
+  }
+  if (json) {
+    std::printf("%s\n", lines_to_json(resp.body).dump(2).c_str());
+  } else {
+    for (const auto& l : resp.body) std::printf("%s\n", l.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cuckoogatectl " CUCKOOGATE_VERSION " - control a running cuckoogate gateway"};
+  std::string sock = default_socket();
+  app.add_option("-s,--socket", sock, "Control socket (default $CUCKOOGATE_CTL or "
+                                      "/run/cuckoogate/cuckoogate.sock)");
+  app.set_version_flag("--version", CUCKOOGATE_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::string> add_args, del_args, check_args, list_args;
+  std::string load_file;
+  bool stats_json = false, info_json = false;
+  auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
+  add->add_option("rule", add_args, "Rule(s)")->required();
+  auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
+  del->add_option("rule", del_args, "Rule(s)")->required();
+  auto* check = app.add_subcommand("check", "Is the rule in the blocklist? Exit 0 yes, 1 no");
+  check->add_option("rule", check_args, "Rule")->required();
+  auto* load = app.add_subcommand("load", "Bulk-load a rule file (or - for stdin) as one batch: all or nothing");
+  load->add_option("file", load_file, "Rule file or -")->required();
+  auto* list = app.add_subcommand("list", "List rules in order: list [KIND] [PREFIX]");
+  list->add_option("args", list_args, "KIND (flow, src, dst, ip, service, url, host) and PREFIX");
+  auto* stats = app.add_subcommand("stats", "Packet counters, totals and per worker");
+  stats->add_flag("--json", stats_json, "Print JSON");
+  auto* info = app.add_subcommand("info", "Filter capacity, load, fingerprint bits, memory");
+  info->add_flag("--json", info_json, "Print JSON");
+  auto* flush = app.add_subcommand("flush", "Remove every rule");
+  auto* ping = app.add_subcommand("ping", "Check that the gateway answers");
+
+  CLI11_PARSE(app, argc, argv);
+  if (list_args.size() > 2) die("list takes at most KIND and PREFIX");
+
+  Connection c(sock);
+  if (add->parsed()) return cmd_rules(c, "add", add_args);
+  if (del->parsed()) return cmd_rules(c, "del", del_args);
+  if (check->parsed()) {
+    std::string rule;
+    for (const auto& a : check_args) rule += (rule.empty() ? "" : " ") + a;
+    c.send("check " + rule + "\n");
+    const auto resp = c.read_response(false);
+    if (!resp.ok()) {
+      std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
+      return 2;
+    }
+    const bool present = resp.first == "OK present";
+    std::printf("%s\n", present ? "present" : "absent");
+    return present ? 0 : 1;
+  }
+  if (load->parsed()) return cmd_load(c, load_file);
+  if (list->parsed()) {
+    std::string req = "list";
+    for (const auto& a : list_args) req += " " + a;
+    return cmd_multi(c, req, false);
+  }
+  if (stats->parsed()) return cmd_multi(c, "stats", stats_json);
+  if (info->parsed()) return cmd_multi(c, "info", info_json);
+  if (flush->parsed()) {
+    c.send("flush\n");
+    const auto resp = c.read_response(false);
+    if (!resp.ok()) {
+      std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
+      return 2;
+    }
+    std::printf("%s\n", resp.first.substr(3).c_str());
+    return 0;
+  }
+  if (ping->parsed()) {
+    c.send("ping\n");
+    const auto resp = c.read_response(false);
+    std::printf("%s\n", resp.first.c_str());
+    return resp.ok() ? 0 : 2;
+  }
+  return 2;
+}

@@ -1,0 +1,64 @@
+// Per-worker counters: one cache-aligned block per worker lcore, written only
+// by that worker and read by the control lcore.
+//
+// The worker updates a counter with a relaxed load + relaxed store (no
+// read-modify-write, so no locked instruction on the data path); that is
+// correct because each block has exactly one writer. Readers see each counter
+// as an atomic 64-bit value that is monotonically non-decreasing, and do not
+// need cross-counter consistency.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "cuckoogate/keys/rule.hpp"
+
+namespace cg {
+
+inline void bump(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
+
+struct alignas(64) WorkerStats {
+  std::atomic<uint64_t> rx{0};             // packets received and fully handled
+  std::atomic<uint64_t> passed{0};         // forwarded to the paired port
+  std::atomic<uint64_t> dropped{0};        // matched a rule, or malformed with policy drop
+  std::array<std::atomic<uint64_t>, kRuleKindCount + 1> dropped_by_kind{};  // index = RuleKind
+  std::atomic<uint64_t> malformed{0};      // malformed packets (whatever their verdict)
+  std::atomic<uint64_t> malformed_dropped{0};
+  std::atomic<uint64_t> keys{0};           // keys looked up
+  std::atomic<uint64_t> filter_hits{0};    // keys the filter reported as maybe present
+  std::atomic<uint64_t> confirmed_hits{0}; // hits the exact set confirmed
+  std::atomic<uint64_t> fp_avoided{0};     // hits the exact set rejected (filter false positives)
+  std::atomic<uint64_t> tx_failed{0};      // passed packets the device would not take (freed, counted, not in passed)
+  std::atomic<uint64_t> lookup_retries{0}; // filter lookups that re-read a bucket
+  std::atomic<uint64_t> bursts{0};         // non-empty rx bursts
+};
+
+// A plain snapshot, summed over workers by the control side.
+struct StatsSnapshot {
+  uint64_t rx = 0, passed = 0, dropped = 0, malformed = 0, malformed_dropped = 0;
+  std::array<uint64_t, kRuleKindCount + 1> dropped_by_kind{};
+  uint64_t keys = 0, filter_hits = 0, confirmed_hits = 0, fp_avoided = 0, tx_failed = 0,
+           lookup_retries = 0, bursts = 0;
+
+  void add(const WorkerStats& w) noexcept {
+    auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    rx += ld(w.rx);
+    passed += ld(w.passed);
+    dropped += ld(w.dropped);
+    malformed += ld(w.malformed);
+    malformed_dropped += ld(w.malformed_dropped);
+    for (std::size_t k = 0; k < dropped_by_kind.size(); ++k) dropped_by_kind[k] += ld(w.dropped_by_kind[k]);
+    keys += ld(w.keys);
+    filter_hits += ld(w.filter_hits);
+    confirmed_hits += ld(w.confirmed_hits);
+    fp_avoided += ld(w.fp_avoided);
+    tx_failed += ld(w.tx_failed);
+    lookup_retries += ld(w.lookup_retries);
+    bursts += ld(w.bursts);
+  }
+};
+
+}  // namespace cg

@@ -1,0 +1,66 @@
+// The data plane: one worker lcore's burst loop.
+//
+//   rx_burst -> classify the burst -> one bulk filter lookup over every key
+//   -> confirm hits against the exact set -> tx_burst passed packets to the
+//   paired port, dropped ones to the drop port (replay) or free them
+//   -> report a quiescent state.
+//
+// Nothing in the loop locks, allocates, makes a syscall or throws; all
+// scratch is allocated once by worker_prepare(). This file has no socket code.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "dataplane/lookup.hpp"
+#include "dataplane/stats.hpp"
+
+namespace cg {
+
+inline constexpr uint16_t kBurst = 32;  // packets per rx burst
+
+// One rx queue a worker polls and the tx queue its passed packets go to.
+struct QueueLink {
+  uint16_t rx_port, rx_queue;
+  uint16_t tx_port, tx_queue;
+};
+
+struct WorkerConfig {
+  unsigned id = 0;                     // worker index, also its QSBR thread id
+  std::vector<QueueLink> links;        // queues this worker owns
+  int drop_port = -1;                  // >= 0: dropped packets are sent here (replay)
+  uint16_t drop_queue = 0;
+  bool filtering = true;               // false: forward everything (benchmark baseline)
+  bool verify = true;                  // confirm filter hits against the exact set
+  bool drop_malformed = false;         // verdict for malformed packets that match nothing
+  uint64_t pps = 0;                    // > 0: pace rx to this many packets/s (replay)
+  const GatewayFilter* filter = nullptr;
+  const ExactSet* exact = nullptr;
+  const std::atomic<uint32_t>* kind_mask = nullptr;  // kinds with rules (bit = RuleKind)
+  rte_rcu_qsbr* qsv = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  WorkerStats* stats = nullptr;
+};
+
+struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
+
+class Worker {
+ public:
+  // Allocates the scratch on the worker's NUMA socket; false on failure.
+  bool prepare(const WorkerConfig& cfg, int socket);
+  ~Worker();
+  // lcore entry point: runs until *cfg.stop. arg is a Worker*.
+  static int main(void* arg);
+
+ private:
+  void loop();
+  uint16_t process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf** drop, uint16_t* ndrop);
+  WorkerConfig cfg_;
+  WorkerScratch* s_ = nullptr;
+};
+
+}  // namespace cg

@@ -1,0 +1,248 @@
+#include "gateway/engine.hpp"
+
+#include "cuckoogate/kcas.hpp"
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_telemetry.h>
+
+#include <cstdio>
+#include <new>
+
+namespace cg {
+namespace {
+
+const Engine* g_engine = nullptr;  // for the telemetry callbacks (no user data in 22.11)
+
+void line(std::string& out, const std::string& key, uint64_t v) {
+  out += key;
+  out += ' ';
+  out += std::to_string(v);
+  out += '\n';
+}
+
+void line(std::string& out, const std::string& key, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6f", v);
+  out += key + ' ' + buf + '\n';
+}
+
+void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot& s) {
+  line(out, p + "rx", s.rx);
+  line(out, p + "passed", s.passed);
+  line(out, p + "dropped", s.dropped);
+  for (std::size_t k = 1; k <= kRuleKindCount; ++k)
+    line(out, p + "dropped_by_kind." + std::string(kind_name(static_cast<RuleKind>(k))),
+         s.dropped_by_kind[k]);
+  line(out, p + "malformed", s.malformed);
+  line(out, p + "malformed_dropped", s.malformed_dropped);
+  line(out, p + "keys", s.keys);
+  line(out, p + "filter_hits", s.filter_hits);
+  line(out, p + "confirmed_hits", s.confirmed_hits);
+  line(out, p + "false_positives_avoided", s.fp_avoided);
+  line(out, p + "tx_failed", s.tx_failed);
+  line(out, p + "lookup_retries", s.lookup_retries);
+}
+
+int tel_stats(const char*, const char*, rte_tel_data* d) {
+  if (g_engine == nullptr) return -1;
+  const StatsSnapshot s = g_engine->totals();
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "rx", s.rx);
+  rte_tel_data_add_dict_u64(d, "passed", s.passed);
+  rte_tel_data_add_dict_u64(d, "dropped", s.dropped);
+  for (std::size_t k = 1; k <= kRuleKindCount; ++k) {
+    const std::string name = "dropped_" + std::string(kind_name(static_cast<RuleKind>(k)));
+    rte_tel_data_add_dict_u64(d, name.c_str(), s.dropped_by_kind[k]);
+  }
+  rte_tel_data_add_dict_u64(d, "malformed", s.malformed);
+  rte_tel_data_add_dict_u64(d, "filter_hits", s.filter_hits);
+  rte_tel_data_add_dict_u64(d, "confirmed_hits", s.confirmed_hits);
+  rte_tel_data_add_dict_u64(d, "false_positives_avoided", s.fp_avoided);
+  rte_tel_data_add_dict_u64(d, "tx_failed", s.tx_failed);
+  return 0;
+}
+
+int tel_info(const char*, const char*, rte_tel_data* d) {
+  if (g_engine == nullptr) return -1;
+  std::string text;
+  g_engine->info_text(text);
+  rte_tel_data_start_dict(d);
+  // info_text lines are `key value`; numeric values become u64, others strings.
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const std::string l = text.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    const std::size_t sp = l.find(' ');
+    if (sp == std::string::npos) continue;
+    const std::string k = l.substr(0, sp), v = l.substr(sp + 1);
+    if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+      rte_tel_data_add_dict_u64(d, k.c_str(), std::stoull(v));
+    else
+      rte_tel_data_add_dict_string(d, k.c_str(), v.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Engine::~Engine() {
+  stop();
+  if (g_engine == this) g_engine = nullptr;
+  workers_.clear();
+  blocklist_.reset();  // before the QSBR variable its exact set refers to
+  rte_free(stats_);
+  rte_free(qsv_);
+}
+
+bool Engine::init(const EngineOptions& o, std::string* err) {
+  opts_ = o;
+  if (o.workers == 0) {
+    *err = "at least one worker is needed";
+    return false;
+  }
+  if (rte_lcore_count() < o.workers + 1) {
+    *err = "need " + std::to_string(o.workers + 1) + " lcores (1 control + " +
+           std::to_string(o.workers) + " workers), EAL has " + std::to_string(rte_lcore_count()) +
+           " (EAL option -l / --lcores)";
+    return false;
+  }
+  // The control lcore is the filter's only writer: take its K-CAS descriptor
+  // slot now, so the first rule change allocates nothing.
+  if (!kcas::register_thread()) {
+    *err = "cannot register the control thread with the filter's K-CAS";
+    return false;
+  }
+  const int socket = static_cast<int>(rte_socket_id());
+  const std::size_t qsz = rte_rcu_qsbr_get_memsize(o.workers);
+  qsv_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc_socket("cg_qsbr", qsz, RTE_CACHE_LINE_SIZE, socket));
+  if (qsv_ == nullptr || rte_rcu_qsbr_init(qsv_, o.workers) != 0) {
+    *err = "cannot allocate the RCU QSBR variable";
+    return false;
+  }
+  Blocklist::Options bo;
+  bo.capacity = o.capacity;
+  bo.socket = socket;
+  bo.qsv = qsv_;
+  blocklist_ = Blocklist::create(bo, err);
+  if (!blocklist_) return false;
+  void* mem = rte_zmalloc_socket("cg_stats", sizeof(WorkerStats) * o.workers, RTE_CACHE_LINE_SIZE, socket);
+  if (mem == nullptr) {
+    *err = "cannot allocate worker stats";
+    return false;
+  }
+  stats_ = static_cast<WorkerStats*>(mem);
+  for (unsigned w = 0; w < o.workers; ++w) new (&stats_[w]) WorkerStats();
+  links_.assign(o.workers, {});
+  return true;
+}
+
+bool Engine::start(std::string* err) {
+  unsigned w = 0;
+  unsigned lcore;
+  workers_.clear();
+  stop_.store(false, std::memory_order_relaxed);
+  std::vector<unsigned> lcores;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (lcores.size() < opts_.workers) lcores.push_back(lcore);
+  }
+  for (w = 0; w < opts_.workers; ++w) {
+    WorkerConfig c;
+    c.id = w;
+    c.links = links_[w];
+    c.drop_port = drop_port_;
+    c.drop_queue = static_cast<uint16_t>(w);
+    c.filtering = opts_.filtering;
+    c.verify = opts_.verify;
+    c.drop_malformed = opts_.drop_malformed;
+    c.pps = opts_.pps / opts_.workers + (w < opts_.pps % opts_.workers ? 1 : 0);
+    c.filter = &blocklist_->filter();
+    c.exact = &blocklist_->exact();
+    c.kind_mask = &blocklist_->kind_mask();
+    c.qsv = qsv_;
+    c.stop = &stop_;
+    c.stats = &stats_[w];
+    auto wk = std::make_unique<Worker>();
+    if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
+      *err = "cannot allocate worker scratch memory";
+      return false;
+    }
+    workers_.push_back(std::move(wk));
+  }
+  started_ = std::chrono::steady_clock::now();
+  for (w = 0; w < opts_.workers; ++w) {
+    if (rte_eal_remote_launch(&Worker::main, workers_[w].get(), lcores[w]) != 0) {
+      *err = "cannot launch worker on lcore " + std::to_string(lcores[w]);
+      stop();
+      return false;
+    }
+  }
+  running_ = true;
+  publish_rule_count();
+  return true;
+}
+
+void Engine::stop() {
+  // release: everything the control lcore did before is visible to a worker
+  // that observes the flag (pairs with the worker's acquire load).
+  stop_.store(true, std::memory_order_release);
+  if (running_) rte_eal_mp_wait_lcore();
+  running_ = false;
+}
+
+StatsSnapshot Engine::totals() const {
+  StatsSnapshot s;
+  for (unsigned w = 0; w < opts_.workers && stats_ != nullptr; ++w) s.add(stats_[w]);
+  return s;
+}
+
+StatsSnapshot Engine::worker_stats(unsigned w) const {
+  StatsSnapshot s;
+  if (stats_ != nullptr && w < opts_.workers) s.add(stats_[w]);
+  return s;
+}
+
+double Engine::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+void Engine::stats_text(std::string& out) const {
+  snapshot_lines(out, "", totals());
+  line(out, "rules", static_cast<uint64_t>(rules_.load(std::memory_order_relaxed)));
+  line(out, "filter_load", blocklist_->filter().stats().load_factor);
+  line(out, "uptime_s", seconds());
+  for (unsigned w = 0; w < opts_.workers; ++w)
+    snapshot_lines(out, "worker." + std::to_string(w) + ".", worker_stats(w));
+}
+
+void Engine::info_text(std::string& out) const {
+  const FilterStats f = blocklist_->filter().stats();
+  out += "version " CUCKOOGATE_VERSION "\n";
+  line(out, "rules", static_cast<uint64_t>(rules_.load(std::memory_order_relaxed)));
+  line(out, "capacity", static_cast<uint64_t>(blocklist_->capacity()));
+  line(out, "workers", static_cast<uint64_t>(opts_.workers));
+  out += std::string("verify ") + (opts_.verify ? "true" : "false") + "\n";
+  out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
+  line(out, "filter.slots", f.capacity_slots);
+  line(out, "filter.items", f.items);
+  line(out, "filter.load_factor", f.load_factor);
+  line(out, "filter.fingerprint_bits", static_cast<uint64_t>(f.fingerprint_bits));
+  line(out, "filter.bytes", f.bytes);
+  line(out, "filter.bits_per_item", f.bits_per_item);
+  line(out, "filter.kicks", f.kicks);
+  line(out, "filter.insert_failures", f.insert_failures);
+  line(out, "filter.kcas_retries", f.kcas_retries);
+  line(out, "exact.capacity", static_cast<uint64_t>(blocklist_->exact().capacity()));
+  line(out, "exact.bytes", static_cast<uint64_t>(blocklist_->exact().memory_bytes()));
+}
+
+void Engine::register_telemetry() {
+  g_engine = this;
+  rte_telemetry_register_cmd("/cuckoogate/stats", tel_stats,
+                             "Gateway packet counters (totals). No parameters.");
+  rte_telemetry_register_cmd("/cuckoogate/info", tel_info,
+                             "Blocklist and filter: rules, capacity, load, memory. No parameters.");
+}
+
+}  // namespace cg

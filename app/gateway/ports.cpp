@@ -1,0 +1,71 @@
+#include "gateway/ports.hpp"
+
+#include <rte_ethdev.h>
+
+namespace cg {
+
+std::string port_name(uint16_t port) {
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  if (rte_eth_dev_get_name_by_port(port, name) != 0) return "port" + std::to_string(port);
+  return name;
+}
+
+bool setup_port(uint16_t port, const PortConfig& c, rte_mempool* pool, std::string* err) {
+  const std::string name = port_name(port);
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
+    *err = name + ": cannot read device info: " + rte_strerror(-rc);
+    return false;
+  }
+  if (c.rx_queues > info.max_rx_queues || c.tx_queues > info.max_tx_queues) {
+    *err = name + ": needs " + std::to_string(c.rx_queues) + " rx / " + std::to_string(c.tx_queues) +
+           " tx queues, device has " + std::to_string(info.max_rx_queues) + " / " +
+           std::to_string(info.max_tx_queues);
+    return false;
+  }
+  rte_eth_conf conf{};
+  if (c.rx_queues > 1) {
+    // RSS on IP addresses and L4 ports, masked to what the device can hash.
+    const uint64_t want = RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_SCTP;
+    const uint64_t hf = want & info.flow_type_rss_offloads;
+    if (hf != 0) {
+      conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+      conf.rx_adv_conf.rss_conf.rss_hf = hf;
+    }
+  }
+  if (int rc = rte_eth_dev_configure(port, c.rx_queues, c.tx_queues, &conf); rc != 0) {
+    *err = name + ": configure failed: " + rte_strerror(-rc);
+    return false;
+  }
+  uint16_t rxd = c.rx_desc, txd = c.tx_desc;
+  if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd); rc != 0) {
+    *err = name + ": descriptor counts rejected: " + rte_strerror(-rc);
+    return false;
+  }
+  const int socket = rte_eth_dev_socket_id(port);
+  for (uint16_t q = 0; q < c.rx_queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(port, q, rxd, socket, nullptr, pool); rc != 0) {
+      *err = name + ": rx queue " + std::to_string(q) + ": " + rte_strerror(-rc);
+      return false;
+    }
+  }
+  for (uint16_t q = 0; q < c.tx_queues; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(port, q, txd, socket, nullptr); rc != 0) {
+      *err = name + ": tx queue " + std::to_string(q) + ": " + rte_strerror(-rc);
+      return false;
+    }
+  }
+  if (int rc = rte_eth_dev_start(port); rc != 0) {
+    *err = name + ": start failed: " + rte_strerror(-rc);
+    return false;
+  }
+  if (c.promiscuous) rte_eth_promiscuous_enable(port);  // not all vdevs support it: ignore
+  return true;
+}
+
+void close_port(uint16_t port) {
+  rte_eth_dev_stop(port);
+  rte_eth_dev_close(port);
+}
+
+}  // namespace cg

@@ -1,0 +1,30 @@
+// `cuckoogate replay`: pcap in, passed and dropped pcaps out, through the
+// same data path as `run` (DPDK net_pcap vdevs, EAL set up internally).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cg {
+
+struct ReplayOptions {
+  std::vector<std::string> rules;  // rule files, all-or-nothing
+  std::string in, out, drop;       // drop empty: dropped packets are freed
+  unsigned workers = 1;
+  std::string ctl;                 // control socket path, empty = none
+  std::string stats_json;
+  bool verify = true;
+  bool drop_malformed = false;
+  unsigned loop = 1;               // replay the capture this many times
+  uint64_t pps = 0;                // pace the input, 0 = as fast as possible
+  std::size_t capacity = 0;        // rules the blocklist can hold, 0 = auto
+  unsigned memory_mb = 512;        // EAL -m
+  bool quiet = false;
+  std::vector<std::string> eal_extra;  // after `--`
+};
+
+// Exit status: 0 done, 1 runtime failure, 2 bad input (options, rules, pcap).
+int replay(const ReplayOptions& o);
+
+}  // namespace cg

@@ -1,0 +1,191 @@
+#include "gateway/run.hpp"
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "control/protocol.hpp"
+#include "control/server.hpp"
+#include "gateway/config.hpp"
+#include "gateway/eal.hpp"
+#include "gateway/engine.hpp"
+#include "gateway/ports.hpp"
+#include "gateway/rule_files.hpp"
+#include "gateway/summary.hpp"
+
+namespace cg {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+bool resolve_port(const std::string& ref, uint16_t* port) {
+  if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos) {
+    const unsigned long v = std::stoul(ref);
+    if (v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(static_cast<uint16_t>(v))) return false;
+    *port = static_cast<uint16_t>(v);
+    return true;
+  }
+  return rte_eth_dev_get_port_by_name(ref.c_str(), port) == 0;
+}
+
+}  // namespace
+
+int run_gateway(const RunOptions& o) {
+  std::string err;
+  auto fail = [&](int code, const std::string& msg) {
+    std::fprintf(stderr, "cuckoogate run: %s\n", msg.c_str());
+    return code;
+  };
+  GatewayConfig cfg;
+  if (!o.config.empty() && !load_config(o.config, cfg, &err)) return fail(2, err);
+  if (!o.ctl.empty()) cfg.ctl = o.ctl;
+  if (cfg.ctl.empty()) cfg.ctl = default_ctl_path();
+  if (!o.state_dir.empty()) cfg.state_dir = o.state_dir;
+  if (o.workers) cfg.workers = o.workers;
+  if (o.verify) cfg.verify = *o.verify;
+  cfg.rules.insert(cfg.rules.end(), o.rules.begin(), o.rules.end());
+
+  std::vector<Rule> rules;
+  if (!read_rule_files(cfg.rules, rules, &err)) return fail(2, err);
+
+  std::vector<std::string> eal = o.eal.empty() ? cfg.eal : o.eal;
+  const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string& a) {
+    return a.rfind("--file-prefix", 0) == 0;
+  });
+  if (!has_prefix) eal.push_back("--file-prefix=" + unique_file_prefix("cuckoogate"));
+  if (!init_eal("cuckoogate", eal, &err)) return fail(1, err);
+
+  int rc = 0;
+  {
+    // Port pairs: from the config, or EAL's ports in order (0<->1, 2<->3, ...).
+    std::vector<std::pair<uint16_t, uint16_t>> pairs;
+    if (!cfg.pairs.empty()) {
+      for (const PairConfig& p : cfg.pairs) {
+        uint16_t a = 0, b = 0;
+        if (!resolve_port(p.a, &a) || !resolve_port(p.b, &b)) {
+          rte_eal_cleanup();
+          return fail(2, "port '" + (resolve_port(p.a, &a) ? p.b : p.a) + "' not found (EAL ports: " +
+                             std::to_string(rte_eth_dev_count_avail()) + ")");
+        }
+        pairs.emplace_back(a, b);
+      }
+    } else {
+      std::vector<uint16_t> ports;
+      uint16_t pid;
+      RTE_ETH_FOREACH_DEV(pid) ports.push_back(pid);
+      if (ports.empty() || ports.size() % 2 != 0) {
+        rte_eal_cleanup();
+        return fail(2, "found " + std::to_string(ports.size()) +
+                           " ports; without [[pair]] in a config the gateway needs an even, "
+                           "non-zero number of ports to pair in order");
+      }
+      for (std::size_t i = 0; i < ports.size(); i += 2) pairs.emplace_back(ports[i], ports[i + 1]);
+    }
+    const unsigned workers = cfg.workers.value_or(std::max(1u, rte_lcore_count() - 1));
+    // Queues per port: one per worker, as far as every paired device allows.
+    uint16_t queues = static_cast<uint16_t>(workers);
+    for (const auto& [a, b] : pairs) {
+      for (uint16_t p : {a, b}) {
+        rte_eth_dev_info info{};
+        if (rte_eth_dev_info_get(p, &info) == 0)
+          queues = std::min<uint16_t>(queues, std::min(info.max_rx_queues, info.max_tx_queues));
+      }
+    }
+    if (queues == 0) queues = 1;
+    if (queues < workers)
+      std::fprintf(stderr, "cuckoogate run: devices offer %u queues; %u workers will idle\n",
+                   static_cast<unsigned>(queues), workers - queues);
+
+    const unsigned nports = static_cast<unsigned>(pairs.size() * 2);
+    const unsigned mbufs = std::max(8191u, nports * queues * (cfg.rx_desc + cfg.tx_desc) + 4096);
+    rte_mempool* pool = rte_pktmbuf_pool_create("cg_pool", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                                static_cast<int>(rte_socket_id()));
+    Engine engine;
+    EngineOptions eo;
+    eo.workers = workers;
+    eo.verify = cfg.verify;
+    eo.drop_malformed = cfg.drop_malformed;
+    eo.capacity = std::max(cfg.capacity, rules.size());
+    PortConfig pc;
+    pc.rx_queues = pc.tx_queues = queues;
+    pc.rx_desc = cfg.rx_desc;
+    pc.tx_desc = cfg.tx_desc;
+    if (pool == nullptr) {
+      rc = fail(1, "cannot allocate the mbuf pool (raise EAL -m)");
+    } else if (!engine.init(eo, &err)) {
+      rc = fail(1, err);
+    }
+    for (const auto& [a, b] : pairs) {
+      if (rc == 0 && (!setup_port(a, pc, pool, &err) || !setup_port(b, pc, pool, &err))) rc = fail(1, err);
+    }
+    if (rc == 0) {
+      if (!cfg.state_dir.empty())
+        std::fprintf(stderr, "cuckoogate run: note: state_dir '%s' accepted; rule durability "
+                             "(journal + snapshots) is not implemented yet\n", cfg.state_dir.c_str());
+      const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
+      if (br.full) rc = fail(2, "the rule files do not fit: raise gateway.capacity");
+    }
+    std::unique_ptr<CommandHandler> handler;  // outlives the server that calls it
+    std::unique_ptr<ControlServer> server;
+    if (rc == 0) {
+      handler = std::make_unique<CommandHandler>(
+          engine.blocklist(), [&](std::string& s) { engine.stats_text(s); },
+          [&](std::string& s) { engine.info_text(s); });
+      std::error_code ec;
+      const std::filesystem::path dir = std::filesystem::path(cfg.ctl).parent_path();
+      if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+        std::filesystem::create_directories(dir, ec);
+        ::chmod(dir.c_str(), 0750);
+      }
+      server = ControlServer::open(cfg.ctl, *handler, &err);
+      if (!server) rc = fail(1, err);
+    }
+    if (rc == 0) {
+      for (const auto& [a, b] : pairs) {
+        for (uint16_t q = 0; q < queues; ++q) {
+          engine.add_link(q % workers, {a, q, b, q});
+          engine.add_link(q % workers, {b, q, a, q});
+        }
+      }
+      engine.register_telemetry();
+      std::signal(SIGINT, on_stop_signal);
+      std::signal(SIGTERM, on_stop_signal);
+      if (!engine.start(&err)) {
+        rc = fail(1, err);
+      } else {
+        std::printf("cuckoogate: %zu rules, %u workers, %zu port pairs, control socket %s\n",
+                    engine.blocklist().size(), workers, pairs.size(), cfg.ctl.c_str());
+        std::fflush(stdout);
+        while (!g_stop.load(std::memory_order_relaxed)) {
+          server->poll_once(50);
+          engine.publish_rule_count();
+        }
+        const double secs = engine.seconds();
+        engine.stop();
+        server.reset();
+        for (const auto& [a, b] : pairs) {
+          close_port(a);
+          close_port(b);
+        }
+        SummaryInfo si;
+        si.title = "run: stopped";
+        si.rules = engine.blocklist().size();
+        si.seconds = secs;
+        print_summary(stdout, si, engine.totals());
+      }
+    }
+  }
+  rte_eal_cleanup();
+  return rc;
+}
+
+}  // namespace cg

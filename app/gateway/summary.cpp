@@ -1,0 +1,62 @@
+#include "gateway/summary.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace cg {
+
+void print_summary(std::FILE* f, const SummaryInfo& info, const StatsSnapshot& s) {
+  const double mpps = info.seconds > 0 ? static_cast<double>(s.rx) / info.seconds / 1e6 : 0;
+  std::fprintf(f, "cuckoogate %s\n", info.title.c_str());
+  std::fprintf(f, "  rules loaded    %zu\n", info.rules);
+  std::fprintf(f, "  packets in      %lu\n", static_cast<unsigned long>(s.rx));
+  std::fprintf(f, "  passed          %lu%s%s\n", static_cast<unsigned long>(s.passed),
+               info.passed_to.empty() ? "" : "  -> ", info.passed_to.c_str());
+  std::fprintf(f, "  dropped         %lu%s%s\n", static_cast<unsigned long>(s.dropped),
+               info.dropped_to.empty() ? "" : "  -> ", info.dropped_to.c_str());
+  for (std::size_t k = 1; k <= kRuleKindCount; ++k)
+    std::fprintf(f, "    %-10s    %lu\n", std::string(kind_name(static_cast<RuleKind>(k))).c_str(),
+                 static_cast<unsigned long>(s.dropped_by_kind[k]));
+  std::fprintf(f, "    %-10s    %lu\n", "malformed", static_cast<unsigned long>(s.malformed_dropped));
+  std::fprintf(f, "  malformed       %lu\n", static_cast<unsigned long>(s.malformed));
+  std::fprintf(f, "  filter hits     %lu (confirmed %lu, false positives avoided %lu)\n",
+               static_cast<unsigned long>(s.filter_hits), static_cast<unsigned long>(s.confirmed_hits),
+               static_cast<unsigned long>(s.fp_avoided));
+  if (s.tx_failed != 0)
+    std::fprintf(f, "  tx failed       %lu (device queue full; freed)\n",
+                 static_cast<unsigned long>(s.tx_failed));
+  std::fprintf(f, "  rate            %.3f Mpps (%lu packets in %.3f s)\n", mpps,
+               static_cast<unsigned long>(s.rx), info.seconds);
+}
+
+bool write_summary_json(const std::string& path, const SummaryInfo& info, const StatsSnapshot& s,
+                        std::string* err) {
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (std::size_t k = 1; k <= kRuleKindCount; ++k)
+    by_kind[std::string(kind_name(static_cast<RuleKind>(k)))] = s.dropped_by_kind[k];
+  nlohmann::json j = {
+      {"rx", s.rx},
+      {"passed", s.passed},
+      {"dropped", s.dropped},
+      {"dropped_by_kind", by_kind},
+      {"malformed", s.malformed},
+      {"malformed_dropped", s.malformed_dropped},
+      {"filter_hits", s.filter_hits},
+      {"confirmed_hits", s.confirmed_hits},
+      {"false_positives_avoided", s.fp_avoided},
+      {"tx_failed", s.tx_failed},
+      {"rules", info.rules},
+      {"seconds", info.seconds},
+      {"pps", info.seconds > 0 ? static_cast<double>(s.rx) / info.seconds : 0.0},
+  };
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) {
+    *err = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cg

@@ -1,0 +1,156 @@
+// Runtime rule updates while packets flow: a looping, paced replay with a
+// control socket; `add` starts dropping the matching flow, `del` lets it pass
+// again; bad commands get errors and change nothing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway_test_env.hpp"
+#include "packet_builder.hpp"
+#include "pcap_file.hpp"
+#include "subprocess.hpp"
+
+namespace cg::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::map<std::string, uint64_t> stats(CtlClient& c) {
+  std::map<std::string, uint64_t> m;
+  for (const std::string& l : c.ask_multi("stats")) {
+    const auto sp = l.find(' ');
+    if (sp == std::string::npos) continue;
+    try {
+      m[l.substr(0, sp)] = std::stoull(l.substr(sp + 1));
+    } catch (...) {
+      // non-integer values (filter_load, uptime) are not needed here
+    }
+  }
+  return m;
+}
+
+// Polls `stats` until pred holds or the deadline passes.
+template <class Pred>
+bool wait_stats(CtlClient& c, Pred pred, std::chrono::milliseconds timeout = 10s) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred(stats(c))) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
+  const std::string dir = GatewayEnv::dir();
+  const Bytes target = Packet().ipv4("192.0.2.99", "10.1.1.1").udp(4000, 53).payload("target").frame();
+  const Bytes other = Packet().ipv4("10.1.1.2", "10.1.1.1").udp(4001, 53).payload("other").frame();
+  write_pcap(dir + "/ru-in.pcap", {target, other});
+  std::ofstream(dir + "/ru.rules") << "# starts empty of the target\nsrc 198.51.100.200\n";
+  const std::string sock = dir + "/ru.sock";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/ru.rules", "--in", dir + "/ru-in.pcap",
+              "--out", dir + "/ru-pass.pcap", "--drop", dir + "/ru-drop.pcap", "--ctl", sock, "--loop",
+              "200000", "--pps", "20000"},
+             dir + "/ru.out", dir + "/ru.err");
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  ASSERT_TRUE(c.connected());
+
+  // Traffic flows and the target passes.
+  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["rx"] > 200; })) << gw.err();
+  EXPECT_EQ(stats(c)["dropped_by_kind.src"], 0u);
+
+  // add: the target's packets start being dropped.
+  EXPECT_EQ(c.ask("add src 192.0.2.99"), "OK added");
+  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["dropped_by_kind.src"] > 50; }));
+  EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK present");
+
+  // Bad commands: an error each, nothing changes, the connection stays usable.
+  const auto before = c.ask_multi("list");
+  EXPECT_EQ(c.ask("bogus command").rfind("ERR 400", 0), 0u);
+  EXPECT_EQ(c.ask("add src 999.1.1.1").rfind("ERR 400", 0), 0u);
+  EXPECT_EQ(c.ask("del src 192.0.2.100").rfind("ERR 404", 0), 0u);
+  EXPECT_EQ(c.ask("add " + std::string(20000, 'x')).rfind("ERR 413", 0), 0u);
+  EXPECT_EQ(c.ask("list nosuchkind").rfind("ERR 400", 0), 0u);
+  EXPECT_EQ(c.ask_multi("list"), before);
+  EXPECT_EQ(c.ask("ping"), "OK pong");
+
+  // del: it passes again. Allow the burst in flight at the del to finish.
+  EXPECT_EQ(c.ask("del src 192.0.2.99"), "OK deleted");
+  std::this_thread::sleep_for(50ms);
+  const auto s1 = stats(c);
+  ASSERT_TRUE(wait_stats(c, [&](auto s) { return s["passed"] > s1.at("passed") + 400; }));
+  const auto s2 = stats(c);
+  EXPECT_EQ(s2.at("dropped_by_kind.src"), s1.at("dropped_by_kind.src"));
+  EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK absent");
+
+  // The first rule of a kind that had none (flow) takes effect too.
+  EXPECT_EQ(c.ask("add flow udp 10.1.1.2:4001 10.1.1.1:53"), "OK added");
+  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["dropped_by_kind.flow"] > 20; }));
+  EXPECT_EQ(c.ask("del flow udp 10.1.1.2:4001 10.1.1.1:53"), "OK deleted");
+
+  gw.signal(SIGINT);
+  const int st = gw.wait(30s);
+  EXPECT_EQ(st, 130) << gw.err();  // interrupted replay: outputs flushed, status says so
+  const auto pass = read_pcap(dir + "/ru-pass.pcap");
+  const auto drop = read_pcap(dir + "/ru-drop.pcap");
+  ASSERT_FALSE(drop.empty());
+  std::size_t dropped_other = 0;
+  for (const auto& f : drop) {
+    EXPECT_TRUE(f == target || f == other);
+    dropped_other += f == other;
+  }
+  EXPECT_GT(dropped_other, 20u);
+  // The target passed before the add and after the del.
+  std::size_t target_passes = 0;
+  for (const auto& f : pass) target_passes += f == target;
+  EXPECT_GT(target_passes, 200u);
+}
+
+TEST(RuntimeUpdate, SeveralClientsAtOnceEachGetTheirOwnAnswersInOrder) {
+  const std::string dir = GatewayEnv::dir();
+  write_pcap(dir + "/mc-in.pcap", {Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()});
+  std::ofstream(dir + "/mc.rules") << "src 198.51.100.200\n";
+  const std::string sock = dir + "/mc.sock";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/mc.rules", "--in", dir + "/mc-in.pcap",
+              "--out", dir + "/mc-pass.pcap", "--ctl", sock, "--loop", "100000", "--pps", "5000"},
+             dir + "/mc.out", dir + "/mc.err");
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      CtlClient c(sock);
+      if (!c.connected()) { ++failures; return; }
+      // Pipelined: 200 requests sent at once, answers read afterwards.
+      std::string req;
+      for (int i = 0; i < 100; ++i) {
+        const std::string rule = "dst 10." + std::to_string(t) + "." + std::to_string(i / 250) + "." +
+                                 std::to_string(i % 250);
+        req += "add " + rule + "\ncheck " + rule + "\n";
+      }
+      c.send(req);
+      for (int i = 0; i < 100; ++i) {
+        if (c.line() != "OK added") ++failures;
+        if (c.line() != "OK present") ++failures;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  CtlClient c(sock);
+  std::string first;
+  const auto dsts = c.ask_multi("list dst", &first);
+  EXPECT_EQ(first, "OK 400");
+  EXPECT_EQ(dsts.size(), 400u);
+  gw.signal(SIGTERM);
+  EXPECT_EQ(gw.wait(30s), 130);
+}
+
+}  // namespace
+}  // namespace cg::test
+
+int main(int argc, char** argv) { return cg::test::gateway_test_main(argc, argv); }
