@@ -76,7 +76,10 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
     pos = nl == std::string::npos ? text.size() : nl + 1;
     const std::size_t sp = l.find(' ');
     if (sp == std::string::npos) continue;
-    const std::string k = l.substr(0, sp), v = l.substr(sp + 1);
+    // Telemetry names allow no '.': filter.slots -> filter_slots.
+    std::string k = l.substr(0, sp);
+    const std::string v = l.substr(sp + 1);
+    for (char& ch : k) ch = ch == '.' ? '_' : ch;
     if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
       rte_tel_data_add_dict_u64(d, k.c_str(), std::stoull(v));
     else

@@ -112,6 +112,34 @@ TEST_F(Ctl, StatsAndInfoAsTextAndJson) {
   EXPECT_NE(r.out.find("filter.load_factor"), std::string::npos);
 }
 
+// A standard DPDK telemetry client: SOCK_SEQPACKET to the runtime directory's
+// dpdk_telemetry.v2, one JSON answer per command.
+TEST_F(Ctl, StatsAreServedAsDpdkTelemetryCommands) {
+  const std::string path =
+      "/var/run/dpdk/cuckoogate-" + std::to_string(gw_->pid()) + "/dpdk_telemetry.v2";
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << path;
+  char buf[16384];
+  ASSERT_GT(::recv(fd, buf, sizeof(buf), 0), 0);  // the greeting
+  auto query = [&](const std::string& cmd) {
+    EXPECT_EQ(::send(fd, cmd.data(), cmd.size(), 0), static_cast<ssize_t>(cmd.size()));
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    return nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
+  };
+  const auto list = query("/");
+  const auto cmds = list["/"].dump();
+  EXPECT_NE(cmds.find("/cuckoogate/stats"), std::string::npos) << cmds;
+  const auto st = query("/cuckoogate/stats");
+  EXPECT_GT(st["/cuckoogate/stats"]["rx"].get<uint64_t>(), 0u);
+  const auto info = query("/cuckoogate/info");
+  EXPECT_EQ(info["/cuckoogate/info"]["filter_fingerprint_bits"], 12);
+  ::close(fd);
+}
+
 TEST_F(Ctl, BulkLoadOf100kRulesThenFlush) {
   const std::string file = GatewayEnv::dir() + "/100k.rules";
   {

@@ -75,6 +75,7 @@ class Process {
     return status_;
   }
   void signal(int sig) { if (!done_) kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
   std::string out() const { return slurp(out_); }
   std::string err() const { return slurp(err_); }
 
