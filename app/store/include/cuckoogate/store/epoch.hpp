@@ -1,0 +1,107 @@
+// Epoch-based safe memory reclamation for the lock-free structures of the
+// store. Works from any thread (plain std::thread, DPDK lcores, the control
+// thread) without registration: a pin takes a free slot for the duration of a
+// critical section and gives it back on unpin.
+//
+// Protocol (classic three-epoch EBR, see docs/store.md "Reclamation"):
+//   * pin(): claim a slot, store "active at global epoch E" into it, full fence.
+//     Every pointer into a shared structure is read after that fence and used
+//     only while the Guard lives.
+//   * retire(obj): called after obj was unlinked (no new reader can reach it);
+//     stamps obj with the current global epoch r and pushes it on a lock-free
+//     list. Never blocks.
+//   * collect(): advances the global epoch E -> E+1 when every active slot is
+//     at E, then frees every object with r + 2 <= E. Non-blocking: if another
+//     thread is collecting it returns at once.
+//
+// Thread-safety: pin(), retire(), collect() and the accessors may be called
+// concurrently from any number of threads. A Guard must be released by the
+// thread that holds it and must not outlive the domain. The destructor needs
+// exclusive access (no Guard alive, no concurrent call) and frees everything
+// that is still retired.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace cg::store {
+
+// Base of every object handed to EpochDomain::retire(). The reclaim function
+// deletes the object with its real type (no virtual destructor needed).
+struct Retirable {
+  Retirable* retire_next = nullptr;
+  std::uint64_t retire_epoch = 0;
+  void (*reclaim)(Retirable*) noexcept = nullptr;
+};
+
+class EpochDomain {
+ public:
+  // Upper bound on simultaneous critical sections; pin() yields while all
+  // slots are taken (each slot is one cache line).
+  static constexpr std::size_t kSlots = 128;
+  // retire() runs a collection attempt every kCollectEvery retirements.
+  static constexpr std::size_t kCollectEvery = 64;
+
+  EpochDomain() = default;
+  ~EpochDomain();
+  EpochDomain(const EpochDomain&) = delete;
+  EpochDomain& operator=(const EpochDomain&) = delete;
+
+  // A pinned critical section. Move-only; unpins on destruction.
+  class Guard {
+   public:
+    Guard() = default;
+    Guard(Guard&& o) noexcept : dom_(o.dom_), slot_(o.slot_) { o.dom_ = nullptr; }
+    Guard& operator=(Guard&& o) noexcept;
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { release(); }
+    void release() noexcept;
+    bool active() const noexcept { return dom_ != nullptr; }
+
+   private:
+    friend class EpochDomain;
+    Guard(EpochDomain* d, std::size_t s) : dom_(d), slot_(s) {}
+    EpochDomain* dom_ = nullptr;
+    std::size_t slot_ = 0;
+  };
+
+  // Enters a critical section. Reentrant (a nested pin takes another slot).
+  Guard pin() noexcept;
+
+  // Hands an unlinked object over for deferred reclamation. obj->reclaim must
+  // be set. Lock-free; may run a collection attempt.
+  void retire(Retirable* obj) noexcept;
+
+  // One reclamation step (see above). Returns the number of objects freed.
+  std::size_t collect() noexcept;
+
+  // Repeats collect() until nothing is pending or `max_rounds` rounds passed.
+  // Only makes progress when no Guard is held for long (tests, shutdown, the
+  // control thread between commands).
+  std::size_t drain(int max_rounds = 8) noexcept;
+
+  std::uint64_t epoch() const noexcept { return global_.load(std::memory_order_acquire); }
+  // Objects retired and not yet freed (approximate under concurrency).
+  std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+
+ private:
+  struct alignas(64) Slot {
+    // 0 = free; (epoch << 1) | 1 = a critical section pinned at `epoch`.
+    std::atomic<std::uint64_t> state{0};
+  };
+  static_assert(sizeof(Slot) == 64, "one slot per cache line");
+
+  void unpin(std::size_t slot) noexcept;
+
+  alignas(64) std::atomic<std::uint64_t> global_{1};
+  alignas(64) std::atomic<Retirable*> incoming_{nullptr};
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<std::size_t> retire_count_{0};
+  alignas(64) std::atomic<bool> collecting_{false};
+  Retirable* limbo_ = nullptr;  // owned by the thread that holds collecting_
+  Slot slots_[kSlots];
+};
+
+}  // namespace cg::store

@@ -1,0 +1,148 @@
+// cg::store::RuleStore — the authoritative, durable, ordered rule set.
+//
+// A thin facade over SkipListMap (ordered lookups and scans), TtlIndex
+// (expiry order) and DurableLog (journal + snapshots). It knows nothing about
+// rule syntax: a rule is an opaque `key` (its canonical, order-preserving
+// encoding: scans and prefixes are by the bytes of this key) and an opaque
+// `text` (e.g. the canonical rule text shown by `list` and replayed on start).
+//
+// Durability contract: a mutation returns ok only after its journal record is
+// on disk (fdatasync); the in-memory set changes after that, so a reader never
+// sees a rule that could be lost. add_batch() writes all records and then
+// syncs once. On open(), the acknowledged set is restored (snapshot + journal)
+// and rules whose expiry has passed are dropped.
+//
+// Thread-safety:
+//   * open(): not concurrent with anything on the same state directory (one
+//     process per directory; nothing here takes a lock file).
+//   * add, add_batch, del, flush, expire_due, snapshot: safe from any thread;
+//     they are serialised by an internal mutex and block on disk I/O, so call
+//     them from the control thread, never from a data-path lcore. snapshot()
+//     holds the mutex only to rotate the journal; writes proceed while the
+//     snapshot file is written.
+//   * contains, get, list, list_prefix, size, next_expiry: lock-free, safe
+//     from any number of threads concurrently with everything above (they
+//     pin the epoch domain; a Cursor pins it for its whole life).
+//   * After an I/O error the store is failed: every later mutation returns
+//     Errc::io_error (what reached the disk is uncertain), readers still work.
+//   * The destructor needs exclusive access.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cuckoogate/store/durable_log.hpp"
+#include "cuckoogate/store/epoch.hpp"
+#include "cuckoogate/store/record.hpp"
+#include "cuckoogate/store/skiplist_map.hpp"
+#include "cuckoogate/store/status.hpp"
+#include "cuckoogate/store/ttl_index.hpp"
+
+namespace cg::store {
+
+struct RuleMeta {
+  std::uint64_t id = 0;              // unique per add; the journal number of the add
+  std::int64_t added_unix_ms = 0;
+  std::int64_t expiry_unix_ms = 0;   // 0 = never expires
+  std::string text;
+  bool operator==(const RuleMeta&) const = default;
+};
+
+class RuleStore {
+ public:
+  using Clock = std::function<std::int64_t()>;  // milliseconds since the Unix epoch
+  static std::int64_t system_clock_ms();
+
+  struct Options {
+    std::string state_dir;  // empty: in memory only (nothing survives)
+    bool salvage = false;   // see DurableLog: keep the valid prefix of damaged state
+    Clock clock;            // empty: system_clock_ms
+    std::uint64_t seed = 0x2545f4914f6cdd1dULL;  // skip-list tower heights
+  };
+  struct AddRequest {
+    std::string_view key;
+    std::string_view text;
+    std::int64_t ttl_ms = 0;  // 0 = no expiry
+  };
+  struct Removed {
+    std::string key;
+    RuleMeta meta;
+  };
+  using Cursor = SkipListMap<RuleMeta>::Cursor;
+
+  // Restores the state directory (see the durability contract). Errors:
+  // corrupt (damage before the journal tail, without salvage), io_error.
+  static Status open(Options opt, std::unique_ptr<RuleStore>* out,
+                     RecoveryReport* report = nullptr);
+  ~RuleStore();
+
+  // ok (rule stored, *added filled), exists (present: nothing written),
+  // invalid_argument (empty key, negative ttl, too large), io_error.
+  Status add(std::string_view key, std::string_view text, std::int64_t ttl_ms = 0,
+             RuleMeta* added = nullptr);
+  // Like add() for many rules with one fsync. results[i] is ok / exists /
+  // invalid_argument for reqs[i] (duplicates inside the batch: the first wins,
+  // later ones report exists). The return value is ok or the I/O error (then
+  // none of the batch is applied in memory).
+  Status add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results);
+  // ok (*removed filled), absent (nothing written), io_error.
+  Status del(std::string_view key, RuleMeta* removed = nullptr);
+  // Removes every rule (one journal record).
+  Status flush(std::vector<Removed>* removed = nullptr);
+  // Removes up to `max` rules whose expiry is <= now_ms (journalled, one
+  // fsync) and appends them to *expired, earliest first.
+  Status expire_due(std::int64_t now_ms, std::vector<Removed>* expired,
+                    std::size_t max = SIZE_MAX);
+  Status expire_due(std::vector<Removed>* expired) { return expire_due(now(), expired); }
+  // Writes a compacted snapshot and drops the journals it covers.
+  Status snapshot();
+
+  bool contains(std::string_view key) const { return rules_.contains(key); }
+  std::optional<RuleMeta> get(std::string_view key) const { return rules_.find(key); }
+  // Weakly consistent ordered scans (see SkipListMap::Cursor).
+  Cursor list(std::string_view lo = {}, std::optional<std::string_view> hi = std::nullopt) const {
+    return rules_.scan(lo, hi);
+  }
+  Cursor list_prefix(std::string_view prefix) const { return rules_.scan_prefix(prefix); }
+  std::size_t size() const noexcept { return rules_.size(); }
+  std::optional<std::int64_t> next_expiry() const { return ttl_.next_deadline(); }
+  std::int64_t now() const { return clock_(); }
+  bool durable() const noexcept { return log_ != nullptr; }
+  // Journal records written since the last snapshot (0 when in memory): the
+  // control thread may call snapshot() when this grows large.
+  std::uint64_t records_since_snapshot() const;
+  // Frees retired nodes (the control thread may call this between commands).
+  void reclaim() noexcept { domain_.collect(); }
+
+ private:
+  explicit RuleStore(Options opt);
+  Status check_writable() const;
+  Status add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
+                  RuleMeta* first_added);
+  Status append_and_sync(const std::vector<StoreRecord>& recs);
+  void note_synced();
+  void apply_replay(std::string_view payload, Status* error);
+  void clear_memory(std::vector<Removed>* removed);
+
+  Options opt_;
+  Clock clock_;
+  EpochDomain domain_;  // shared by rules_ and ttl_; declared first, destroyed last
+  SkipListMap<RuleMeta> rules_;
+  TtlIndex ttl_;
+  std::unique_ptr<DurableLog> log_;
+  std::mutex write_mu_;     // serialises mutations
+  std::mutex snapshot_mu_;  // one snapshot at a time
+  std::uint64_t mem_seq_ = 0;  // id source when in memory only
+  std::atomic<std::uint64_t> since_snapshot_{0};
+  bool failed_ = false;
+};
+
+}  // namespace cg::store

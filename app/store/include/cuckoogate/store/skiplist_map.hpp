@@ -1,0 +1,618 @@
+// A lock-free ordered map from byte strings to small immutable values.
+//
+// Keys are ordered lexicographically as unsigned bytes (memcmp order, shorter
+// prefix first). Values are copied into the node at insertion and never change
+// afterwards, so a reader holding a node sees a consistent value.
+//
+// Structure (docs/store.md has the full argument):
+//   * Level 0 is a sorted singly linked list that follows Java's
+//     ConcurrentSkipListMap: a delete first marks the node's value deleted
+//     (the linearisation point), then appends a marker node behind it so that
+//     nothing can be inserted after it, then unlinks node + marker with one CAS
+//     on the predecessor. Every traversal that meets a deleted node helps.
+//   * Index levels 1..kMaxHeight live in a tower inside each node and use
+//     Harris/Fraser marked pointers, so a deleted node's index links are frozen
+//     before they are unlinked and can never be resurrected.
+//   * Memory comes back through an EpochDomain. A node is retired once it is
+//     unlinked at level 0 and at every index level; a reference count of two
+//     (deleter, inserter still building the tower) decides who retires it.
+//
+// Thread-safety: every member function except the constructor and destructor
+// may be called concurrently from any number of threads. insert/erase are
+// lock-free; find/contains/Cursor are lock-free and perform no allocation.
+// A Cursor pins the epoch domain while it lives (keep it short-lived, or
+// nothing is reclaimed meanwhile) and must stay on one thread.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cuckoogate/store/epoch.hpp"
+
+namespace cg::store {
+
+enum class InsertResult { inserted, exists };
+enum class EraseResult { erased, absent };
+
+// The smallest string greater than every string starting with `prefix`, or
+// nullopt when there is none (empty prefix or all bytes 0xff). [prefix, that)
+// is the range of keys with the prefix.
+std::optional<std::string> prefix_upper_bound(std::string_view prefix);
+
+template <class V>
+class SkipListMap {
+ public:
+  // Index levels above level 0; with p = 1/4 this suits up to ~4^16 keys.
+  static constexpr int kMaxHeight = 16;
+
+  // `seed` drives tower heights (deterministic for a given insertion order).
+  // `domain` may be shared between structures; when null the map owns one.
+  explicit SkipListMap(std::uint64_t seed = 0x9e3779b97f4a7c15ULL, EpochDomain* domain = nullptr)
+      : owned_domain_(domain == nullptr ? std::make_unique<EpochDomain>() : nullptr),
+        domain_(domain == nullptr ? owned_domain_.get() : domain),
+        seed_(seed),
+        head_tower_(std::make_unique<std::atomic<std::uintptr_t>[]>(kMaxHeight)),
+        head_(new Node(Node::kHead, kMaxHeight)) {
+    head_->up = head_tower_.get();
+  }
+
+  // Requires exclusive access: no other call in flight, no Cursor alive.
+  ~SkipListMap() {
+    Node* n = head_->next.load(std::memory_order_relaxed);
+    while (n != nullptr) {
+      Node* next = n->next.load(std::memory_order_relaxed);
+      destroy(n);
+      n = next;
+    }
+    delete head_;
+    if (owned_domain_) owned_domain_->drain(64);
+  }
+
+  SkipListMap(const SkipListMap&) = delete;
+  SkipListMap& operator=(const SkipListMap&) = delete;
+
+  // Inserts key -> value unless the key is present (then nothing changes).
+  InsertResult insert(std::string_view key, const V& value);
+
+  // Removes the key. When `removed` is given it receives the old value.
+  EraseResult erase(std::string_view key, V* removed = nullptr);
+
+  std::optional<V> find(std::string_view key) const;
+  bool contains(std::string_view key) const;
+
+  // Number of live entries (exact when quiescent).
+  std::size_t size() const noexcept {
+    const auto n = count_.load(std::memory_order_relaxed);
+    return n < 0 ? 0 : static_cast<std::size_t>(n);
+  }
+
+  EpochDomain& domain() const noexcept { return *domain_; }
+
+  class Cursor;
+  // Weakly consistent scan of [lo, hi) (hi = nullopt: to the end). Every
+  // entry present for the cursor's whole life is returned exactly once, keys
+  // strictly increase, entries inserted or erased meanwhile may or may not be
+  // returned.
+  Cursor scan(std::string_view lo = {}, std::optional<std::string_view> hi = std::nullopt) const {
+    return Cursor(this, lo, hi);
+  }
+  Cursor scan_prefix(std::string_view prefix) const {
+    auto hi = prefix_upper_bound(prefix);
+    Cursor c(this, prefix, std::nullopt);
+    if (hi) c.set_hi(*hi);
+    return c;
+  }
+
+  // Calls fn(key, value) for each entry of [lo, hi); fn returns false to stop.
+  template <class F>
+  void for_each(std::string_view lo, std::optional<std::string_view> hi, F&& fn) const {
+    for (Cursor c = scan(lo, hi); c.next();) {
+      if (!fn(c.key(), c.value())) break;
+    }
+  }
+
+ private:
+  struct Node : Retirable {
+    enum Kind : std::uint8_t { kHead, kData, kMarker };
+    Node(Kind k, int h) : kind(k), height(static_cast<std::uint8_t>(h)) {}
+    std::atomic<Node*> next{nullptr};
+    // up[l] is the link at index level l + 1; bit 0 set = frozen (deleted).
+    // Data nodes keep the tower in the same allocation, just before the
+    // node, so an index step touches one place in memory, not two.
+    std::atomic<std::uintptr_t>* up = nullptr;
+    // Data nodes: the first 8 key bytes, big-endian, zero-padded. Unequal
+    // prefixes order like the keys, so most comparisons end here.
+    std::uint64_t key_prefix = 0;
+    std::atomic<int> refs{1};
+    std::atomic<std::uint8_t> deleted{0};  // data nodes: 1 once logically removed
+    const Kind kind;
+    const std::uint8_t height;  // number of index levels (tower size)
+  };
+  struct DataNode : Node {
+    // One allocation: [tower: h links][DataNode].
+    static DataNode* create(std::string_view k, const V& v, int h) {
+      const std::size_t tower = static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>);
+      char* mem = static_cast<char*>(::operator new(tower + sizeof(DataNode)));
+      auto* links = reinterpret_cast<std::atomic<std::uintptr_t>*>(mem);
+      for (int i = 0; i < h; ++i) ::new (&links[i]) std::atomic<std::uintptr_t>(0);
+      try {
+        return ::new (mem + tower) DataNode(k, v, h, links);
+      } catch (...) {
+        ::operator delete(mem);
+        throw;
+      }
+    }
+    static void destroy(DataNode* n) noexcept {
+      char* mem = reinterpret_cast<char*>(n) - static_cast<std::size_t>(n->height) *
+                                                   sizeof(std::atomic<std::uintptr_t>);
+      n->~DataNode();
+      ::operator delete(mem);
+    }
+    const std::string key;
+    const V value;
+
+   private:
+    DataNode(std::string_view k, const V& v, int h, std::atomic<std::uintptr_t>* links)
+        : Node(Node::kData, h), key(k), value(v) {
+      this->refs.store(h > 0 ? 2 : 1, std::memory_order_relaxed);
+      this->reclaim = &reclaim_data;
+      this->up = links;
+      this->key_prefix = prefix_of(k);
+    }
+  };
+  static_assert(alignof(DataNode) <= alignof(std::max_align_t) &&
+                    alignof(DataNode) % alignof(std::atomic<std::uintptr_t>) == 0,
+                "a node placed after its tower must be aligned");
+  struct DataNodeHolder {  // owns a node until it is published
+    DataNode* p = nullptr;
+    ~DataNodeHolder() {
+      if (p != nullptr) DataNode::destroy(p);
+    }
+  };
+
+  struct Marker : Node {
+    explicit Marker(Node* succ) : Node(Node::kMarker, 0) {
+      this->next.store(succ, std::memory_order_relaxed);
+      this->reclaim = &reclaim_marker;
+    }
+  };
+  static_assert(alignof(Node) >= 2, "bit 0 of a node pointer is used as the mark");
+
+  static void reclaim_data(Retirable* r) noexcept { DataNode::destroy(static_cast<DataNode*>(r)); }
+  static void reclaim_marker(Retirable* r) noexcept { delete static_cast<Marker*>(r); }
+  static void destroy(Node* n) noexcept {
+    if (n->kind == Node::kData) {
+      DataNode::destroy(static_cast<DataNode*>(n));
+    } else {
+      delete static_cast<Marker*>(n);
+    }
+  }
+
+  static constexpr std::uintptr_t kMark = 1;
+  static Node* ptr(std::uintptr_t v) noexcept { return reinterpret_cast<Node*>(v & ~kMark); }
+  static bool marked(std::uintptr_t v) noexcept { return (v & kMark) != 0; }
+  static std::uintptr_t raw(Node* n) noexcept { return reinterpret_cast<std::uintptr_t>(n); }
+  static const std::string& key_of(const Node* n) noexcept {
+    return static_cast<const DataNode*>(n)->key;
+  }
+  static std::uint64_t prefix_of(std::string_view k) noexcept {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < 8; ++i) {
+      v = (v << 8) | (i < k.size() ? static_cast<unsigned char>(k[i]) : 0U);
+    }
+    return v;
+  }
+  // <0, 0, >0 as the data node's key compares with `key` (prefix kp).
+  static int compare(const Node* n, std::string_view key, std::uint64_t kp) noexcept {
+    if (n->key_prefix != kp) return n->key_prefix < kp ? -1 : 1;
+    return std::string_view(key_of(n)).compare(key);
+  }
+  static bool is_deleted(const Node* n) noexcept {
+    return n->deleted.load(std::memory_order_acquire) != 0;
+  }
+
+  int random_height() noexcept;
+  Node* search_index(std::string_view key, bool purge_equal, Node** preds, Node** succs) const;
+  void help_delete(Node* b, Node* n, Node* f) const;
+  Node* find_node(std::string_view key) const;
+  Node* seek_ge(std::string_view key) const;
+  void build_tower(DataNode* z, Node** preds, Node** succs);
+  void release_ref(Node* n) const noexcept {
+    // acq_rel: the last owner sees every unlink the other owner performed.
+    if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) domain_->retire(n);
+  }
+
+  std::unique_ptr<EpochDomain> owned_domain_;
+  EpochDomain* domain_;
+  const std::uint64_t seed_;
+  std::atomic<std::uint64_t> height_counter_{0};
+  std::atomic<std::int64_t> count_{0};
+  std::unique_ptr<std::atomic<std::uintptr_t>[]> head_tower_;
+  Node* const head_;
+
+ public:
+  class Cursor {
+   public:
+    Cursor(Cursor&&) noexcept = default;
+    Cursor& operator=(Cursor&&) noexcept = default;
+    // Advances to the next entry; false at the end of the range.
+    bool next() {
+      if (done_) return false;
+      Node* n;
+      if (!started_) {
+        started_ = true;
+        n = map_->seek_ge(lo_);
+      } else {
+        n = cur_->next.load(std::memory_order_acquire);
+        // Markers and deleted nodes are skipped; their next links still lead
+        // forward in key order (a deleted node's link is frozen by its marker).
+        while (n != nullptr && (n->kind == Node::kMarker || is_deleted(n))) {
+          n = n->next.load(std::memory_order_acquire);
+        }
+      }
+      if (n == nullptr || (has_hi_ && key_of(n) >= std::string_view(hi_))) {
+        done_ = true;
+        cur_ = nullptr;
+        guard_.release();
+        return false;
+      }
+      cur_ = n;
+      return true;
+    }
+    // The current entry; valid until the next call to next().
+    std::string_view key() const noexcept { return key_of(cur_); }
+    const V& value() const noexcept { return static_cast<const DataNode*>(cur_)->value; }
+
+   private:
+    friend class SkipListMap;
+    Cursor(const SkipListMap* m, std::string_view lo, std::optional<std::string_view> hi)
+        : map_(m), guard_(m->domain_->pin()), lo_(lo) {
+      if (hi) set_hi(*hi);
+    }
+    void set_hi(std::string_view hi) {
+      hi_.assign(hi);
+      has_hi_ = true;
+    }
+    const SkipListMap* map_;
+    EpochDomain::Guard guard_;
+    std::string lo_, hi_;
+    bool has_hi_ = false;
+    bool started_ = false;
+    bool done_ = false;
+    Node* cur_ = nullptr;
+  };
+};
+
+// ---------------------------------------------------------------------------
+// Implementation.
+
+template <class V>
+int SkipListMap<V>::random_height() noexcept {
+  // splitmix64 of (seed, counter): deterministic, no hidden global RNG.
+  std::uint64_t x = seed_ + 0x9e3779b97f4a7c15ULL *
+                                (height_counter_.fetch_add(1, std::memory_order_relaxed) + 1);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  int h = 0;
+  while ((x & 3U) == 0 && h < kMaxHeight) {  // p = 1/4 per level
+    ++h;
+    x >>= 2;
+  }
+  return h;
+}
+
+// Walks the index levels top-down, stopping at each level before the first
+// node whose key is >= key. Deleted nodes met on the way are frozen (marked)
+// at that level and unlinked. With purge_equal it also unlinks, at every
+// level, each deleted node whose key equals `key` (the clean-up that must
+// precede retiring such a node).
+// Returns the level-1 predecessor (head or a data node), a good start for the
+// level-0 walk. preds/succs, when given, receive per-level neighbours.
+template <class V>
+typename SkipListMap<V>::Node* SkipListMap<V>::search_index(std::string_view key, bool purge_equal,
+                                                            Node** preds, Node** succs) const {
+  const std::uint64_t kp = prefix_of(key);
+retry:
+  Node* x = head_;
+  for (int l = kMaxHeight - 1; l >= 0; --l) {
+    std::uintptr_t xr = x->up[l].load(std::memory_order_acquire);
+    if (marked(xr)) goto retry;  // x is being deleted: its links are frozen
+    Node* y = ptr(xr);
+    while (y != nullptr) {
+      std::uintptr_t yr = y->up[l].load(std::memory_order_acquire);
+      if (!marked(yr) && is_deleted(y)) {
+        // Help the deleter: freeze y's link at this level before unlinking.
+        yr = y->up[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
+      }
+      if (marked(yr)) {
+        std::uintptr_t expected = raw(y);
+        // acq_rel: publishes the unlink; on failure x changed or was frozen.
+        if (!x->up[l].compare_exchange_strong(expected, yr & ~kMark, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+          goto retry;
+        }
+        y = ptr(yr);
+        continue;
+      }
+      if (compare(y, key, kp) < 0) {
+        x = y;
+        y = ptr(yr);
+        continue;
+      }
+      break;
+    }
+    if (purge_equal) {
+      // Nodes with this key follow x at this level (the level is sorted and x
+      // is linked here). Unlink the deleted ones; live ones are stepped over.
+      Node* p = x;
+      Node* q = y;
+      while (q != nullptr) {
+        std::uintptr_t qr = q->up[l].load(std::memory_order_acquire);
+        if (!marked(qr) && is_deleted(q)) {
+          qr = q->up[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
+        }
+        if (marked(qr)) {
+          std::uintptr_t expected = raw(q);
+          if (!p->up[l].compare_exchange_strong(expected, qr & ~kMark, std::memory_order_acq_rel,
+                                                std::memory_order_acquire)) {
+            goto retry;
+          }
+          q = ptr(qr);
+          continue;
+        }
+        if (compare(q, key, kp) != 0) break;
+        p = q;
+        q = ptr(qr);
+      }
+    }
+    if (preds != nullptr) {
+      preds[l] = x;
+      succs[l] = y;
+    }
+  }
+  return x;
+}
+
+// n was seen deleted with b -> n -> f. Either appends n's marker or unlinks
+// n and its marker from b (ConcurrentSkipListMap.helpDelete). One step only.
+template <class V>
+void SkipListMap<V>::help_delete(Node* b, Node* n, Node* f) const {
+  if (f != n->next.load(std::memory_order_acquire) || n != b->next.load(std::memory_order_acquire)) {
+    return;
+  }
+  if (f == nullptr || f->kind != Node::kMarker) {
+    auto* m = new Marker(f);
+    Node* expected = f;
+    if (!n->next.compare_exchange_strong(expected, m, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+      delete m;  // never published
+    }
+  } else {
+    Node* after = f->next.load(std::memory_order_acquire);  // a marker's next never changes
+    Node* expected = n;
+    if (b->next.compare_exchange_strong(expected, after, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      domain_->retire(f);  // the unlinking thread owns the marker; n is refcounted
+    }
+  }
+}
+
+// Returns the live node with this key (at some instant during the call) or
+// null. Helps every deleted node it meets; when it returns, no deleted node
+// with this key is linked at level 0 any more.
+template <class V>
+typename SkipListMap<V>::Node* SkipListMap<V>::find_node(std::string_view key) const {
+  const std::uint64_t kp = prefix_of(key);
+  for (;;) {
+    Node* b = search_index(key, false, nullptr, nullptr);
+    Node* n = b->next.load(std::memory_order_acquire);
+    for (;;) {
+      if (n == nullptr) return nullptr;
+      Node* f = n->next.load(std::memory_order_acquire);
+      if (n != b->next.load(std::memory_order_acquire)) break;  // inconsistent read
+      if (n->kind == Node::kMarker) break;                      // b is deleted
+      if (is_deleted(n)) {
+        help_delete(b, n, f);
+        break;
+      }
+      if (b->kind == Node::kData && is_deleted(b)) break;
+      const int c = compare(n, key, kp);
+      if (c == 0) return n;
+      if (c > 0) return nullptr;
+      b = n;
+      n = f;
+    }
+  }
+}
+
+// First node whose key is >= key and that was live, with its predecessor
+// live and linked to it, at one instant (the start of a weakly consistent
+// scan must be such a node, see docs/store.md).
+template <class V>
+typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge(std::string_view key) const {
+  const std::uint64_t kp = prefix_of(key);
+  for (;;) {
+    Node* b = search_index(key, false, nullptr, nullptr);
+    Node* n = b->next.load(std::memory_order_acquire);
+    for (;;) {
+      if (n == nullptr) return nullptr;
+      Node* f = n->next.load(std::memory_order_acquire);
+      if (n != b->next.load(std::memory_order_acquire)) break;
+      if (n->kind == Node::kMarker) break;
+      if (is_deleted(n)) {
+        help_delete(b, n, f);
+        break;
+      }
+      if (b->kind == Node::kData && is_deleted(b)) break;
+      if (compare(n, key, kp) >= 0) return n;
+      b = n;
+      n = f;
+    }
+  }
+}
+
+template <class V>
+InsertResult SkipListMap<V>::insert(std::string_view key, const V& value) {
+  const std::uint64_t kp = prefix_of(key);
+  EpochDomain::Guard g = domain_->pin();
+  Node* preds[kMaxHeight];
+  Node* succs[kMaxHeight];
+  DataNodeHolder z;  // owned until published
+  for (;;) {
+    Node* b = search_index(key, false, preds, succs);
+    Node* n = b->next.load(std::memory_order_acquire);
+    for (;;) {
+      if (n != nullptr) {
+        Node* f = n->next.load(std::memory_order_acquire);
+        if (n != b->next.load(std::memory_order_acquire)) break;
+        if (n->kind == Node::kMarker) break;
+        if (is_deleted(n)) {
+          help_delete(b, n, f);
+          break;
+        }
+        if (b->kind == Node::kData && is_deleted(b)) break;
+        const int c = compare(n, key, kp);
+        if (c < 0) {
+          b = n;
+          n = f;
+          continue;
+        }
+        if (c == 0) return InsertResult::exists;
+      }
+      if (z.p == nullptr) z.p = DataNode::create(key, value, random_height());
+      z.p->next.store(n, std::memory_order_relaxed);
+      Node* expected = n;
+      // Release: the node's key, value and tower are initialised before it
+      // becomes reachable.
+      if (!b->next.compare_exchange_strong(expected, z.p, std::memory_order_release,
+                                           std::memory_order_relaxed)) {
+        break;  // b changed (insert, delete or marker): search again
+      }
+      DataNode* node = std::exchange(z.p, nullptr);
+      count_.fetch_add(1, std::memory_order_relaxed);
+      if (node->height > 0) build_tower(node, preds, succs);
+      return InsertResult::inserted;
+    }
+  }
+}
+
+// Links z into index levels 1..height bottom-up. Stops as soon as z is
+// deleted (its links frozen). Then, if z is deleted, re-runs a purging
+// search so that any level it managed to link is unlinked again, and drops
+// the inserter's reference.
+template <class V>
+void SkipListMap<V>::build_tower(DataNode* z, Node** preds, Node** succs) {
+  const std::string_view key = z->key;
+  for (int l = 0; l < z->height; ++l) {
+    for (;;) {
+      if (is_deleted(z)) goto done;
+      std::uintptr_t cur = z->up[l].load(std::memory_order_acquire);
+      if (marked(cur)) goto done;
+      Node* succ = succs[l];
+      if (ptr(cur) != succ &&
+          !z->up[l].compare_exchange_strong(cur, raw(succ), std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+        continue;  // frozen meanwhile: the check above stops us
+      }
+      std::uintptr_t expected = raw(succ);
+      if (preds[l]->up[l].compare_exchange_strong(expected, raw(z), std::memory_order_release,
+                                                  std::memory_order_relaxed)) {
+        break;
+      }
+      search_index(key, false, preds, succs);  // neighbours moved: refresh
+    }
+  }
+done:
+  if (is_deleted(z)) search_index(key, true, nullptr, nullptr);
+  release_ref(z);
+}
+
+template <class V>
+EraseResult SkipListMap<V>::erase(std::string_view key, V* removed) {
+  const std::uint64_t kp = prefix_of(key);
+  EpochDomain::Guard g = domain_->pin();
+  for (;;) {
+    Node* b = search_index(key, false, nullptr, nullptr);
+    Node* n = b->next.load(std::memory_order_acquire);
+    for (;;) {
+      if (n == nullptr) return EraseResult::absent;
+      Node* f = n->next.load(std::memory_order_acquire);
+      if (n != b->next.load(std::memory_order_acquire)) break;
+      if (n->kind == Node::kMarker) break;
+      if (is_deleted(n)) {
+        help_delete(b, n, f);
+        break;
+      }
+      if (b->kind == Node::kData && is_deleted(b)) break;
+      const int c = compare(n, key, kp);
+      if (c > 0) return EraseResult::absent;
+      if (c < 0) {
+        b = n;
+        n = f;
+        continue;
+      }
+      std::uint8_t expected = 0;
+      // The linearisation point of erase; exactly one thread wins it.
+      if (!n->deleted.compare_exchange_strong(expected, 1, std::memory_order_acq_rel,
+                                              std::memory_order_relaxed)) {
+        break;  // lost to another erase: re-search (will report absent)
+      }
+      if (removed != nullptr) *removed = static_cast<DataNode*>(n)->value;
+      count_.fetch_sub(1, std::memory_order_relaxed);
+
+      // Level 0: append our marker and unlink n + marker in one CAS, or let
+      // find_node() finish the job with helping.
+      bool unlinked = false;
+      auto* m = new Marker(f);
+      Node* exp_f = f;
+      if (n->next.compare_exchange_strong(exp_f, m, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed)) {
+        Node* exp_n = n;
+        if (b->next.compare_exchange_strong(exp_n, f, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed)) {
+          domain_->retire(m);
+          unlinked = true;
+        }
+      } else {
+        delete m;  // someone else appended a marker (or n changed): never published
+      }
+      if (!unlinked) find_node(key);
+
+      // Index levels: freeze top-down, then unlink with a purging search (a
+      // re-inserted live node with the same key may stand before n at some
+      // level, so stopping at the first equal key is not enough).
+      if (n->height > 0) {
+        for (int l = n->height - 1; l >= 0; --l) {
+          n->up[l].fetch_or(kMark, std::memory_order_acq_rel);
+        }
+        search_index(key, true, nullptr, nullptr);
+      }
+      release_ref(n);
+      return EraseResult::erased;
+    }
+  }
+}
+
+template <class V>
+std::optional<V> SkipListMap<V>::find(std::string_view key) const {
+  EpochDomain::Guard g = domain_->pin();
+  Node* n = find_node(key);
+  if (n == nullptr) return std::nullopt;
+  return static_cast<const DataNode*>(n)->value;
+}
+
+template <class V>
+bool SkipListMap<V>::contains(std::string_view key) const {
+  EpochDomain::Guard g = domain_->pin();
+  return find_node(key) != nullptr;
+}
+
+}  // namespace cg::store

@@ -1,0 +1,49 @@
+#include "cuckoogate/store/record.hpp"
+
+#include <cstring>
+
+namespace cg::store {
+
+namespace {
+template <class T>
+void put(std::string* out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  out->append(b, sizeof(T));
+}
+template <class T>
+T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+}  // namespace
+
+void encode_record(const StoreRecord& r, std::string* out) {
+  out->push_back(static_cast<char>(r.op));
+  out->push_back(1);  // version
+  put<std::uint16_t>(out, 0);
+  put<std::uint32_t>(out, static_cast<std::uint32_t>(r.key.size()));
+  put<std::uint64_t>(out, r.id);
+  put<std::int64_t>(out, r.added_unix_ms);
+  put<std::int64_t>(out, r.expiry_unix_ms);
+  out->append(r.key);
+  out->append(r.text);
+}
+
+bool decode_record(std::string_view p, StoreRecord* r) {
+  if (p.size() < kStoreRecordFixed) return false;
+  const auto op = static_cast<std::uint8_t>(p[0]);
+  if (op < 1 || op > 3 || p[1] != 1) return false;
+  const auto key_len = get<std::uint32_t>(p.data() + 4);
+  if (key_len > p.size() - kStoreRecordFixed) return false;
+  r->op = static_cast<RecordOp>(op);
+  r->id = get<std::uint64_t>(p.data() + 8);
+  r->added_unix_ms = get<std::int64_t>(p.data() + 16);
+  r->expiry_unix_ms = get<std::int64_t>(p.data() + 24);
+  r->key.assign(p.substr(kStoreRecordFixed, key_len));
+  r->text.assign(p.substr(kStoreRecordFixed + key_len));
+  return true;
+}
+
+}  // namespace cg::store

@@ -1,0 +1,293 @@
+#include "cuckoogate/store/rule_store.hpp"
+
+#include <chrono>
+#include <algorithm>
+
+namespace cg::store {
+
+std::int64_t RuleStore::system_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+RuleStore::RuleStore(Options opt)
+    : opt_(std::move(opt)),
+      clock_(opt_.clock ? opt_.clock : Clock(&RuleStore::system_clock_ms)),
+      rules_(opt_.seed, &domain_),
+      ttl_(opt_.seed ^ 0x9e3779b97f4a7c15ULL, &domain_) {}
+
+RuleStore::~RuleStore() = default;
+
+Status RuleStore::open(Options opt, std::unique_ptr<RuleStore>* out, RecoveryReport* report) {
+  std::unique_ptr<RuleStore> st(new RuleStore(std::move(opt)));
+  if (!st->opt_.state_dir.empty()) {
+    Status replay_error;
+    auto apply = [&](std::uint64_t, std::string_view payload) {
+      if (replay_error.ok()) st->apply_replay(payload, &replay_error);
+    };
+    DurableLog::Options lo;
+    lo.dir = st->opt_.state_dir;
+    lo.salvage = st->opt_.salvage;
+    if (Status s = DurableLog::open(lo, apply, apply, &st->log_, report); !s.ok()) return s;
+    if (!replay_error.ok()) return replay_error;
+    st->note_synced();
+  }
+  // Drop what expired while we were down; index the rest by deadline.
+  const std::int64_t now = st->clock_();
+  std::vector<std::string> expired;
+  for (auto c = st->rules_.scan(); c.next();) {
+    const RuleMeta& m = c.value();
+    if (m.expiry_unix_ms == 0) continue;
+    if (m.expiry_unix_ms <= now) {
+      expired.emplace_back(c.key());
+    } else {
+      st->ttl_.schedule(m.expiry_unix_ms, c.key());
+    }
+  }
+  for (const auto& k : expired) st->rules_.erase(k);
+  if (report != nullptr && !expired.empty()) {
+    report->notes.push_back("dropped " + std::to_string(expired.size()) +
+                            " rule(s) that expired while the store was closed");
+  }
+  st->domain_.drain();
+  *out = std::move(st);
+  return Status::Ok();
+}
+
+void RuleStore::apply_replay(std::string_view payload, Status* error) {
+  StoreRecord r;
+  if (!decode_record(payload, &r)) {
+    *error = {Errc::corrupt, "a journal or snapshot record passed its checksum but does not decode"
+                             " (written by an incompatible version?)"};
+    return;
+  }
+  switch (r.op) {
+    case RecordOp::add:
+      // Replay is idempotent (an add replaces): a snapshot is taken while
+      // writers run, so it may already contain effects of later records.
+      rules_.erase(r.key);
+      rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)});
+      break;
+    case RecordOp::del:
+      rules_.erase(r.key);
+      break;
+    case RecordOp::flush:
+      clear_memory(nullptr);
+      break;
+  }
+  if (r.id > mem_seq_) mem_seq_ = r.id;
+}
+
+void RuleStore::clear_memory(std::vector<Removed>* removed) {
+  std::vector<std::string> keys;
+  for (auto c = rules_.scan(); c.next();) keys.emplace_back(c.key());
+  for (auto& k : keys) {
+    RuleMeta m;
+    if (rules_.erase(k, &m) != EraseResult::erased) continue;
+    if (m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, k);
+    if (removed != nullptr) removed->push_back({std::move(k), std::move(m)});
+  }
+}
+
+Status RuleStore::check_writable() const {
+  if (failed_) {
+    return {Errc::io_error, "rule store is read-only after an earlier I/O error"};
+  }
+  return Status::Ok();
+}
+
+void RuleStore::note_synced() {
+  if (log_) since_snapshot_.store(log_->records_since_snapshot(), std::memory_order_relaxed);
+}
+
+std::uint64_t RuleStore::records_since_snapshot() const {
+  return since_snapshot_.load(std::memory_order_relaxed);
+}
+
+Status RuleStore::append_and_sync(const std::vector<StoreRecord>& recs) {
+  if (!log_ || recs.empty()) return Status::Ok();
+  std::string payload;
+  for (const auto& r : recs) {
+    payload.clear();
+    encode_record(r, &payload);
+    if (Status s = log_->append(payload); !s.ok()) {
+      failed_ = true;
+      return s;
+    }
+  }
+  if (Status s = log_->sync(); !s.ok()) {
+    failed_ = true;
+    return s;
+  }
+  note_synced();
+  return Status::Ok();
+}
+
+Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t ttl_ms,
+                      RuleMeta* added) {
+  AddRequest req{key, text, ttl_ms};
+  std::vector<Errc> res;
+  if (Status s = add_many(std::span<const AddRequest>(&req, 1), &res, added); !s.ok()) return s;
+  switch (res[0]) {
+    case Errc::ok:
+      return Status::Ok();
+    case Errc::exists: return {Errc::exists, "rule already present"};
+    default:
+      return {Errc::invalid_argument,
+              key.empty() ? "empty key" : (ttl_ms < 0 ? "negative ttl" : "rule too large")};
+  }
+}
+
+Status RuleStore::add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results) {
+  return add_many(reqs, results, nullptr);
+}
+
+Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
+                           RuleMeta* first_added) {
+  std::lock_guard lock(write_mu_);
+  results->assign(reqs.size(), Errc::ok);
+  if (Status s = check_writable(); !s.ok()) return s;
+  const std::int64_t now = clock_();
+  // Work in key order: consecutive skip-list searches then share their path
+  // (a large random-order bulk load is otherwise bound by cache misses), and
+  // duplicates inside the batch become neighbours (stable: the first wins).
+  std::vector<std::size_t> order(reqs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (reqs.size() > 1) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return reqs[a].key < reqs[b].key; });
+  }
+  std::vector<StoreRecord> recs;
+  std::vector<std::size_t> which;
+  std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
+  const AddRequest* prev = nullptr;
+  for (std::size_t i : order) {
+    const AddRequest& q = reqs[i];
+    if (q.key.empty() || q.ttl_ms < 0 ||
+        q.key.size() + q.text.size() + kStoreRecordFixed > kMaxPayload) {
+      (*results)[i] = Errc::invalid_argument;
+      continue;
+    }
+    if ((prev != nullptr && prev->key == q.key) || rules_.contains(q.key)) {
+      (*results)[i] = Errc::exists;
+      continue;
+    }
+    prev = &q;
+    StoreRecord r;
+    r.op = RecordOp::add;
+    r.id = next_id++;
+    r.added_unix_ms = now;
+    r.expiry_unix_ms = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
+    r.key.assign(q.key);
+    r.text.assign(q.text);
+    recs.push_back(std::move(r));
+    which.push_back(i);
+  }
+  if (Status s = append_and_sync(recs); !s.ok()) {
+    for (std::size_t i : which) (*results)[i] = Errc::io_error;
+    return s;
+  }
+  if (!log_) mem_seq_ = next_id - 1;
+  for (auto& r : recs) {
+    if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
+    RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)};
+    if (first_added != nullptr) {
+      *first_added = m;
+      first_added = nullptr;
+    }
+    rules_.insert(r.key, m);
+  }
+  return Status::Ok();
+}
+
+Status RuleStore::del(std::string_view key, RuleMeta* removed) {
+  std::lock_guard lock(write_mu_);
+  if (Status s = check_writable(); !s.ok()) return s;
+  std::optional<RuleMeta> m = rules_.find(key);
+  if (!m) return {Errc::absent, "rule not present"};
+  StoreRecord r;
+  r.op = RecordOp::del;
+  r.key.assign(key);
+  if (Status s = append_and_sync({r}); !s.ok()) return s;
+  rules_.erase(key);
+  if (m->expiry_unix_ms != 0) ttl_.cancel(m->expiry_unix_ms, key);
+  if (removed != nullptr) *removed = std::move(*m);
+  return Status::Ok();
+}
+
+Status RuleStore::flush(std::vector<Removed>* removed) {
+  std::lock_guard lock(write_mu_);
+  if (Status s = check_writable(); !s.ok()) return s;
+  StoreRecord r;
+  r.op = RecordOp::flush;
+  if (Status s = append_and_sync({r}); !s.ok()) return s;
+  clear_memory(removed);
+  return Status::Ok();
+}
+
+Status RuleStore::expire_due(std::int64_t now_ms, std::vector<Removed>* expired,
+                             std::size_t max) {
+  std::lock_guard lock(write_mu_);
+  if (Status s = check_writable(); !s.ok()) return s;
+  auto due = ttl_.pop_due(now_ms, max);
+  std::vector<StoreRecord> recs;
+  std::vector<Removed> victims;
+  for (auto& [deadline, key] : due) {
+    std::optional<RuleMeta> m = rules_.find(key);
+    if (!m || m->expiry_unix_ms != deadline) continue;  // stale entry
+    StoreRecord r;
+    r.op = RecordOp::del;
+    r.key = key;
+    recs.push_back(std::move(r));
+    victims.push_back({std::move(key), std::move(*m)});
+  }
+  if (Status s = append_and_sync(recs); !s.ok()) {
+    for (auto& v : victims) ttl_.schedule(v.meta.expiry_unix_ms, v.key);  // keep state whole
+    return s;
+  }
+  for (auto& v : victims) {
+    rules_.erase(v.key);
+    if (expired != nullptr) expired->push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+Status RuleStore::snapshot() {
+  if (!log_) return Status::Ok();
+  std::lock_guard snap(snapshot_mu_);
+  std::uint64_t seq = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    if (Status s = check_writable(); !s.ok()) return s;
+    if (Status s = log_->rotate(&seq); !s.ok()) {
+      failed_ = true;
+      return s;
+    }
+  }
+  // Every record <= seq is applied in memory; writes after it may or may not
+  // show in this weakly consistent scan, and replay of records > seq fixes
+  // them up (replay is idempotent per key, docs/store.md).
+  Cursor c = rules_.scan();
+  StoreRecord r;
+  Status s = log_->write_snapshot(seq, [&](std::string* payload) {
+    if (!c.next()) return false;
+    const RuleMeta& m = c.value();
+    r.op = RecordOp::add;
+    r.id = m.id;
+    r.added_unix_ms = m.added_unix_ms;
+    r.expiry_unix_ms = m.expiry_unix_ms;
+    r.key.assign(c.key());
+    r.text.assign(m.text);
+    payload->clear();
+    encode_record(r, payload);
+    return true;
+  });
+  if (s.ok()) {
+    std::lock_guard lock(write_mu_);
+    note_synced();
+  }
+  return s;
+}
+
+}  // namespace cg::store

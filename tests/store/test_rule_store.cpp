@@ -1,0 +1,441 @@
+// RuleStore facade: semantics, persistence, snapshots, TTL with an injected clock.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "cuckoogate/store/rule_store.hpp"
+#include "test_util.hpp"
+
+namespace cg::store {
+namespace {
+
+struct FakeClock {
+  std::atomic<std::int64_t> now{1'700'000'000'000};
+  RuleStore::Clock fn() {
+    return [this] { return now.load(); };
+  }
+};
+
+std::unique_ptr<RuleStore> open_store(const std::string& dir, FakeClock* clock = nullptr,
+                                      RecoveryReport* rep = nullptr, bool salvage = false) {
+  RuleStore::Options o;
+  o.state_dir = dir;
+  o.salvage = salvage;
+  if (clock != nullptr) o.clock = clock->fn();
+  std::unique_ptr<RuleStore> s;
+  Status st = RuleStore::open(o, &s, rep);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return s;
+}
+
+// Adds k<from>..k<to-1> with one fsync.
+void add_range(RuleStore& s, int from, int to, const std::string& text = "t") {
+  std::vector<std::string> keys;
+  for (int i = from; i < to; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<RuleStore::AddRequest> reqs;
+  for (auto& k : keys) reqs.push_back({k, text, 0});
+  std::vector<Errc> res;
+  ASSERT_TRUE(s.add_batch(reqs, &res).ok());
+  for (Errc e : res) ASSERT_EQ(e, Errc::ok);
+}
+
+std::map<std::string, RuleMeta> contents(const RuleStore& s) {
+  std::map<std::string, RuleMeta> m;
+  for (auto c = s.list(); c.next();) m.emplace(std::string(c.key()), c.value());
+  return m;
+}
+
+TEST(RuleStore, AddOfPresentRuleReportsExistsAndDelOfAbsentReportsAbsent) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  RuleMeta m;
+  ASSERT_TRUE(s->add("k1", "ip 10.0.0.1", 0, &m).ok());
+  EXPECT_EQ(m.text, "ip 10.0.0.1");
+  EXPECT_EQ(s->add("k1", "other").code(), Errc::exists);
+  EXPECT_EQ(s->get("k1")->text, "ip 10.0.0.1");
+  EXPECT_EQ(s->del("nope").code(), Errc::absent);
+  RuleMeta removed;
+  ASSERT_TRUE(s->del("k1", &removed).ok());
+  EXPECT_EQ(removed, m);
+  EXPECT_FALSE(s->contains("k1"));
+  EXPECT_EQ(s->del("k1").code(), Errc::absent);
+}
+
+TEST(RuleStore, BadInputChangesNothing) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  EXPECT_EQ(s->add("", "x").code(), Errc::invalid_argument);
+  EXPECT_EQ(s->add("k", "x", -5).code(), Errc::invalid_argument);
+  EXPECT_EQ(s->add("k", std::string(kMaxPayload, 'x')).code(), Errc::invalid_argument);
+  EXPECT_EQ(s->size(), 0U);
+  EXPECT_EQ(s->records_since_snapshot(), 0U);  // nothing journalled
+}
+
+TEST(RuleStore, BatchReportsPerRuleResultsAndSyncsOnce) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  ASSERT_TRUE(s->add("b", "old").ok());
+  std::vector<RuleStore::AddRequest> reqs = {
+      {"a", "A", 0}, {"b", "B", 0}, {"a", "A2", 0}, {"", "bad", 0}, {"c", "C", 1000}};
+  std::vector<Errc> res;
+  ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+  EXPECT_EQ(res, (std::vector<Errc>{Errc::ok, Errc::exists, Errc::exists,
+                                    Errc::invalid_argument, Errc::ok}));
+  EXPECT_EQ(s->get("a")->text, "A");
+  EXPECT_EQ(s->get("b")->text, "old");
+  EXPECT_EQ(s->size(), 3U);
+}
+
+TEST(RuleStore, ListIsOrderedAndPrefixScansAreExact) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  using namespace std::string_literals;
+  for (const std::string& k : {"dns/com.example"s, "ip/\x0a\x00\x00\x01"s, "dns/com.example.www"s,
+                               "dns/org.example"s, "ip/\x0a\x00\x00\x02"s}) {
+    ASSERT_TRUE(s->add(k, k).ok());
+  }
+  std::vector<std::string> keys;
+  for (auto c = s->list_prefix("dns/com."); c.next();) keys.emplace_back(c.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"dns/com.example", "dns/com.example.www"}));
+  std::string prev;
+  std::size_t n = 0;
+  for (auto c = s->list(); c.next(); ++n) {
+    EXPECT_LT(prev, c.key());
+    prev.assign(c.key());
+  }
+  EXPECT_EQ(n, s->size());
+}
+
+TEST(RuleStore, ReopenRestoresExactlyTheAcknowledgedSet) {
+  test::TempDir dir;
+  std::map<std::string, RuleMeta> before;
+  {
+    auto s = open_store(dir.path());
+    add_range(*s, 0, 100);
+    for (int i = 0; i < 100; i += 3) ASSERT_TRUE(s->del("k" + std::to_string(i)).ok());
+    before = contents(*s);
+  }
+  auto s = open_store(dir.path());
+  EXPECT_EQ(contents(*s), before);  // ids, times and texts included
+  // Ids keep increasing after a restart.
+  RuleMeta m;
+  ASSERT_TRUE(s->add("new", "t", 0, &m).ok());
+  for (auto& [k, v] : before) EXPECT_LT(v.id, m.id);
+}
+
+TEST(RuleStore, FlushIsDurable) {
+  test::TempDir dir;
+  {
+    auto s = open_store(dir.path());
+    ASSERT_TRUE(s->add("a", "1").ok());
+    ASSERT_TRUE(s->add("b", "2").ok());
+    std::vector<RuleStore::Removed> removed;
+    ASSERT_TRUE(s->flush(&removed).ok());
+    EXPECT_EQ(removed.size(), 2U);
+    ASSERT_TRUE(s->add("c", "3").ok());
+  }
+  auto s = open_store(dir.path());
+  auto c = contents(*s);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c.begin()->first, "c");
+}
+
+TEST(RuleStore, SnapshotThenJournalRoundTrip) {
+  test::TempDir dir;
+  std::map<std::string, RuleMeta> before;
+  {
+    auto s = open_store(dir.path());
+    add_range(*s, 0, 2000);
+    ASSERT_TRUE(s->snapshot().ok());
+    EXPECT_EQ(s->records_since_snapshot(), 0U);
+    for (int i = 0; i < 2000; i += 20) ASSERT_TRUE(s->del("k" + std::to_string(i)).ok());
+    ASSERT_TRUE(s->add("after", "snapshot").ok());
+    before = contents(*s);
+  }
+  RecoveryReport rep;
+  auto s = open_store(dir.path(), nullptr, &rep);
+  EXPECT_EQ(contents(*s), before);
+  EXPECT_EQ(rep.snapshot_seq, 2000U);  // one record per add
+  EXPECT_EQ(rep.snapshot_records, 2000U);
+  EXPECT_EQ(rep.journal_records, 101U);  // 100 deletes + 1 add
+}
+
+// A snapshot taken while another thread keeps adding and deleting: the
+// weakly consistent scan plus the replay of later records must give exactly
+// the final state.
+TEST(RuleStore, SnapshotConcurrentWithWritersRecoversTheFinalState) {
+  const std::uint64_t seed = test::test_seed();
+  test::TempDir dir;
+  std::map<std::string, RuleMeta> before;
+  {
+    auto s = open_store(dir.path());
+    add_range(*s, 0, 3000);
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+      std::mt19937_64 rng(seed);
+      while (!stop.load()) {
+        const std::string k = "k" + std::to_string(rng() % 4000);
+        if (rng() % 2 == 0) {
+          (void)s->add(k, "w");
+        } else {
+          (void)s->del(k);
+        }
+      }
+    });
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->snapshot().ok());
+    stop = true;
+    writer.join();
+    before = contents(*s);
+  }
+  auto s = open_store(dir.path());
+  EXPECT_EQ(contents(*s), before);
+}
+
+// Random operations with restarts (and snapshots) at random points, against
+// a std::map model of the acknowledged state.
+TEST(RuleStore, RandomOperationsWithRestartsMatchAModel) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  test::TempDir dir;
+  FakeClock clock;
+  std::map<std::string, std::string> model;
+  auto s = open_store(dir.path(), &clock);
+  const int ops = test::kSlowBuild ? 800 : 1500;  // ~70% fsync each
+  for (int i = 0; i < ops; ++i) {
+    const std::string k = "r" + std::to_string(rng() % 100);
+    switch (rng() % 10) {
+      case 0: case 1: case 2: case 3: {
+        const bool fresh = !model.count(k);
+        const Status st = s->add(k, "t" + std::to_string(i));
+        ASSERT_EQ(st.code(), fresh ? Errc::ok : Errc::exists) << "op " << i;
+        if (fresh) model[k] = "t" + std::to_string(i);
+        break;
+      }
+      case 4: case 5: case 6: {
+        const bool had = model.erase(k) == 1;
+        ASSERT_EQ(s->del(k).code(), had ? Errc::ok : Errc::absent) << "op " << i;
+        break;
+      }
+      case 7:
+        if (rng() % 20 == 0) {
+          ASSERT_TRUE(s->flush().ok());
+          model.clear();
+        }
+        break;
+      case 8:
+        if (rng() % 10 == 0) {
+          ASSERT_TRUE(s->snapshot().ok());
+        }
+        break;
+      case 9:
+        if (rng() % 10 == 0) {
+          s.reset();
+          s = open_store(dir.path(), &clock);
+          ASSERT_NE(s, nullptr);
+        }
+        break;
+    }
+  }
+  s.reset();
+  s = open_store(dir.path(), &clock);
+  std::map<std::string, std::string> got;
+  for (auto& [k, v] : contents(*s)) got[k] = v.text;
+  EXPECT_EQ(got, model);
+}
+
+TEST(RuleStoreTtl, RulesExpireInDeadlineOrderWithAnInjectedClock) {
+  test::TempDir dir;
+  FakeClock clock;
+  const std::int64_t t0 = clock.now;
+  auto s = open_store(dir.path(), &clock);
+  ASSERT_TRUE(s->add("late", "x", 30'000).ok());
+  ASSERT_TRUE(s->add("early", "x", 10'000).ok());
+  ASSERT_TRUE(s->add("forever", "x").ok());
+  ASSERT_TRUE(s->add("mid", "x", 20'000).ok());
+  EXPECT_EQ(s->get("early")->expiry_unix_ms, t0 + 10'000);
+  EXPECT_EQ(s->next_expiry(), t0 + 10'000);
+
+  std::vector<RuleStore::Removed> out;
+  ASSERT_TRUE(s->expire_due(t0 + 9'999, &out).ok());
+  EXPECT_TRUE(out.empty());
+  clock.now = t0 + 20'000;
+  ASSERT_TRUE(s->expire_due(&out).ok());  // uses the injected clock
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_EQ(out[0].key, "early");
+  EXPECT_EQ(out[1].key, "mid");
+  EXPECT_FALSE(s->contains("early"));
+  EXPECT_TRUE(s->contains("late"));
+  EXPECT_EQ(s->next_expiry(), t0 + 30'000);
+}
+
+TEST(RuleStoreTtl, DeletedRuleDoesNotExpireLaterAndReAddGetsItsOwnDeadline) {
+  test::TempDir dir;
+  FakeClock clock;
+  const std::int64_t t0 = clock.now;
+  auto s = open_store(dir.path(), &clock);
+  ASSERT_TRUE(s->add("k", "x", 1000).ok());
+  ASSERT_TRUE(s->del("k").ok());
+  clock.now = t0 + 500;
+  ASSERT_TRUE(s->add("k", "y", 5000).ok());  // new deadline t0 + 5500
+  std::vector<RuleStore::Removed> out;
+  ASSERT_TRUE(s->expire_due(t0 + 2000, &out).ok());
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(s->contains("k"));
+  ASSERT_TRUE(s->expire_due(t0 + 5500, &out).ok());
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_EQ(out[0].meta.text, "y");
+}
+
+TEST(RuleStoreTtl, RulesThatExpiredWhileClosedAreDroppedOnOpen) {
+  test::TempDir dir;
+  FakeClock clock;
+  const std::int64_t t0 = clock.now;
+  {
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_TRUE(s->add("short", "x", 1000).ok());
+    ASSERT_TRUE(s->add("long", "x", 100'000).ok());
+    ASSERT_TRUE(s->add("forever", "x").ok());
+  }
+  clock.now = t0 + 50'000;
+  RecoveryReport rep;
+  auto s = open_store(dir.path(), &clock, &rep);
+  EXPECT_FALSE(s->contains("short"));
+  EXPECT_TRUE(s->contains("long"));
+  EXPECT_TRUE(s->contains("forever"));
+  EXPECT_EQ(s->get("long")->expiry_unix_ms, t0 + 100'000);  // remaining time preserved
+  EXPECT_EQ(s->next_expiry(), t0 + 100'000);
+  std::vector<RuleStore::Removed> out;
+  clock.now = t0 + 100'000;
+  ASSERT_TRUE(s->expire_due(&out).ok());
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_EQ(out[0].key, "long");
+}
+
+TEST(RuleStoreTtl, ExpiryIsJournalled) {
+  test::TempDir dir;
+  FakeClock clock;
+  const std::int64_t t0 = clock.now;
+  {
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_TRUE(s->add("k", "x", 1000).ok());
+    std::vector<RuleStore::Removed> out;
+    ASSERT_TRUE(s->expire_due(t0 + 1000, &out).ok());
+    ASSERT_EQ(out.size(), 1U);
+  }
+  clock.now = t0;  // even with the clock turned back, the expired rule stays gone
+  auto s = open_store(dir.path(), &clock);
+  EXPECT_FALSE(s->contains("k"));
+}
+
+TEST(RuleStore, InMemoryModeWorksWithoutAStateDirectory) {
+  RuleStore::Options o;
+  std::unique_ptr<RuleStore> s;
+  ASSERT_TRUE(RuleStore::open(o, &s).ok());
+  EXPECT_FALSE(s->durable());
+  RuleMeta a, b;
+  ASSERT_TRUE(s->add("a", "1", 0, &a).ok());
+  ASSERT_TRUE(s->add("b", "2", 0, &b).ok());
+  EXPECT_LT(a.id, b.id);
+  EXPECT_TRUE(s->snapshot().ok());
+}
+
+TEST(RuleStore, CorruptJournalIsAStartupErrorUnlessSalvaging) {
+  test::TempDir dir;
+  {
+    auto s = open_store(dir.path());
+    add_range(*s, 0, 20);
+  }
+  const std::string wal = dir.file(DurableLog::journal_name(1));
+  std::string data;
+  {
+    std::ifstream f(wal, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  data[kFileHeaderSize + kRecordHeaderSize + 3] ^= 1;  // first record's payload
+  {
+    std::ofstream f(wal, std::ios::binary | std::ios::trunc);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  }
+  RuleStore::Options o;
+  o.state_dir = dir.path();
+  std::unique_ptr<RuleStore> s;
+  const Status st = RuleStore::open(o, &s);
+  EXPECT_EQ(st.code(), Errc::corrupt) << st.to_string();
+  EXPECT_EQ(s, nullptr);
+  o.salvage = true;
+  RecoveryReport rep;
+  ASSERT_TRUE(RuleStore::open(o, &s, &rep).ok());
+  EXPECT_TRUE(rep.salvaged);
+  EXPECT_EQ(s->size(), 0U);
+}
+
+TEST(RuleStore, SingleAddLatencyIncludesAnFsync) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  const int n = 50;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(s->add("k" + std::to_string(i), "t").ok());
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+  std::printf("[ perf     ] single add (journal + fdatasync): %.0f us each\n", us);
+}
+
+}  // namespace
+}  // namespace cg::store
+
+namespace cg::store {
+namespace {
+
+// Bulk load through the facade (journal + fsync per batch + skip list +
+// reopen). CG_BULK_RULES overrides the count (e.g. 1000000).
+TEST(RuleStoreThroughput, BulkLoadInBatchesThenReopen) {
+  int n = test::kSlowBuild ? 20000 : 200000;
+  if (const char* env = std::getenv("CG_BULK_RULES"); env != nullptr) n = std::atoi(env);
+  int batch = 10000;
+  if (const char* env = std::getenv("CG_BULK_BATCH"); env != nullptr) batch = std::atoi(env);
+  test::TempDir dir;
+  std::vector<std::string> keys, texts;
+  keys.reserve(static_cast<std::size_t>(n));
+  texts.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    char k[16];
+    std::snprintf(k, sizeof k, "ip/%08x", static_cast<unsigned>(i) * 2654435761U);
+    keys.emplace_back(k);
+    texts.push_back("ip 10." + std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) +
+                    "." + std::to_string(i & 255));
+  }
+  auto s = open_store(dir.path());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<RuleStore::AddRequest> reqs;
+  std::vector<Errc> res;
+  for (int b = 0; b < n; b += batch) {
+    reqs.clear();
+    for (int i = b; i < std::min(n, b + batch); ++i) {
+      reqs.push_back({keys[static_cast<std::size_t>(i)], texts[static_cast<std::size_t>(i)], 0});
+    }
+    ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+  }
+  const double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(s->size(), static_cast<std::size_t>(n));
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(s->snapshot().ok());
+  const double snap = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  s.reset();
+  const auto t2 = std::chrono::steady_clock::now();
+  s = open_store(dir.path());
+  const double reopen = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+  ASSERT_EQ(s->size(), static_cast<std::size_t>(n));
+  std::printf("[ perf     ] %d rules in batches of %d: load %.3f s (%.0f rules/s), snapshot %.3f s,"
+              " reopen %.3f s\n",
+              n, batch, load, n / load, snap, reopen);
+}
+
+}  // namespace
+}  // namespace cg::store

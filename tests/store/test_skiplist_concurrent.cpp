@@ -1,0 +1,211 @@
+// Concurrent writers, iterators and lookups on SkipListMap with checked
+// invariants. Runs a few seconds (half under TSan); CG_SOAK_SECONDS makes it a
+// soak test. Seeds are printed; CG_SEED replays the per-thread RNG streams
+// (thread interleavings of course differ).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuckoogate/store/skiplist_map.hpp"
+#include "test_util.hpp"
+
+namespace cg::store {
+namespace {
+
+struct Meta {
+  std::uint64_t check = 0;  // a function of the key: detects torn or recycled nodes
+  std::string key_copy;
+};
+
+std::uint64_t check_of(std::string_view k) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : k) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::string key_of(int i) {
+  char b[16];
+  std::snprintf(b, sizeof b, "k%06d", i);
+  return b;
+}
+
+// Keys i % 4 == 0 are stable (inserted first, never touched): every scan
+// covering them must return each exactly once, every lookup must find them.
+// The others are churned by writers, each writer owning keys i % W == w among
+// them so it can check every insert/erase result against its own shadow.
+TEST(SkipListMapConcurrency, IteratorsSeeStableKeysExactlyOnceInOrderWhileWritersChurn) {
+  const std::uint64_t seed = test::test_seed();
+  const int kKeys = test::kTsan ? 2000 : 20000;
+  const int kWriters = 2;
+  SkipListMap<Meta> m(seed);
+  for (int i = 0; i < kKeys; i += 4) {
+    const std::string k = key_of(i);
+    ASSERT_EQ(m.insert(k, {check_of(k), k}), InsertResult::inserted);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> scans{0}, lookups{0}, writes{0};
+  std::vector<std::set<int>> shadows(kWriters);
+
+  auto writer = [&](int w) {
+    std::mt19937_64 rng(seed + 1000 + static_cast<std::uint64_t>(w));
+    std::set<int>& mine = shadows[static_cast<std::size_t>(w)];
+    long n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      int i = static_cast<int>(rng() % static_cast<std::uint64_t>(kKeys));
+      if (i % 4 == 0) ++i;
+      if (i >= kKeys || (i % kWriters) != w) continue;
+      const std::string k = key_of(i);
+      if (rng() % 2 == 0) {
+        const bool fresh = mine.insert(i).second;
+        ASSERT_EQ(m.insert(k, {check_of(k), k}),
+                  fresh ? InsertResult::inserted : InsertResult::exists);
+      } else {
+        const bool had = mine.erase(i) == 1;
+        ASSERT_EQ(m.erase(k), had ? EraseResult::erased : EraseResult::absent);
+      }
+      ++n;
+    }
+    writes.fetch_add(n);
+  };
+
+  auto scanner = [&](int id) {
+    std::mt19937_64 rng(seed + 2000 + static_cast<std::uint64_t>(id));
+    long n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      // Full scan, a random range, or a prefix ("k0012" covers 100 keys).
+      int lo_i = 0, hi_i = kKeys;
+      std::string lo, hi;
+      const auto kind = rng() % 3;
+      if (kind == 1) {
+        lo_i = static_cast<int>(rng() % static_cast<std::uint64_t>(kKeys));
+        hi_i = std::min(kKeys, lo_i + 1 + static_cast<int>(rng() % 2000));
+        lo = key_of(lo_i);
+        hi = key_of(hi_i);
+      }
+      std::string prefix;
+      if (kind == 2) {
+        const int block = static_cast<int>(rng() % static_cast<std::uint64_t>(kKeys / 100));
+        lo_i = block * 100;
+        hi_i = std::min(kKeys, lo_i + 100);
+        prefix = key_of(lo_i).substr(0, 5);
+      }
+      auto c = kind == 2 ? m.scan_prefix(prefix)
+                         : m.scan(lo, kind == 1 ? std::optional<std::string_view>(hi)
+                                                : std::nullopt);
+      std::string prev;
+      bool first = true;
+      int next_stable = (lo_i + 3) / 4 * 4;
+      while (c.next()) {
+        const std::string_view k = c.key();
+        ASSERT_TRUE(first || k > prev) << "keys must strictly increase: " << prev << " then " << k;
+        ASSERT_EQ(c.value().check, check_of(k));
+        ASSERT_EQ(c.value().key_copy, k);
+        const int i = std::stoi(std::string(k.substr(1)));
+        ASSERT_GE(i, lo_i);
+        ASSERT_LT(i, hi_i);
+        if (i % 4 == 0) {
+          ASSERT_EQ(i, next_stable) << "stable key missed or repeated";
+          next_stable += 4;
+        }
+        prev.assign(k);
+        first = false;
+      }
+      ASSERT_GE(next_stable, hi_i) << "stable keys missing at the end of the range";
+      ++n;
+    }
+    scans.fetch_add(n);
+  };
+
+  auto looker = [&] {
+    std::mt19937_64 rng(seed + 3000);
+    long n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int i = static_cast<int>(rng() % static_cast<std::uint64_t>(kKeys));
+      const std::string k = key_of(i);
+      const auto v = m.find(k);
+      if (i % 4 == 0) {
+        ASSERT_TRUE(v.has_value()) << "stable key " << k << " not found";
+      }
+      if (v) {
+        ASSERT_EQ(v->check, check_of(k));
+      }
+      ++n;
+    }
+    lookups.fetch_add(n);
+  };
+
+  std::vector<std::thread> ts;
+  for (int w = 0; w < kWriters; ++w) ts.emplace_back(writer, w);
+  ts.emplace_back(scanner, 0);
+  ts.emplace_back(scanner, 1);
+  ts.emplace_back(looker);
+  std::this_thread::sleep_for(test::stress_duration(2000));
+  stop = true;
+  for (auto& t : ts) t.join();
+
+  // Quiescent: contents are exactly stable keys + the writers' shadows.
+  std::set<int> want;
+  for (int i = 0; i < kKeys; i += 4) want.insert(i);
+  for (auto& s : shadows) want.insert(s.begin(), s.end());
+  std::set<int> got;
+  for (auto c = m.scan(); c.next();) got.insert(std::stoi(std::string(c.key().substr(1))));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(m.size(), want.size());
+  std::printf("[ stats    ] writes=%ld scans=%ld lookups=%ld pending=%zu\n", writes.load(),
+              scans.load(), lookups.load(), m.domain().pending());
+  EXPECT_GT(scans.load(), 0);
+}
+
+// All threads fight over a handful of keys. Per key, the successful inserts
+// and erases must alternate, so #inserted - #erased is 0 or 1 and equals the
+// final presence (a lost or doubled linearisation would break it).
+TEST(SkipListMapConcurrency, ContendedKeysKeepInsertEraseBalance) {
+  const std::uint64_t seed = test::test_seed();
+  constexpr int kHot = 8;
+  const int kThreads = 4;
+  SkipListMap<Meta> m(seed);
+  std::atomic<long> ins[kHot] = {}, era[kHot] = {};
+  std::atomic<bool> stop{false};
+  auto worker = [&](int t) {
+    std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int i = static_cast<int>(rng() % kHot);
+      const std::string k = key_of(i * 3);  // spread a little
+      if (rng() % 2 == 0) {
+        if (m.insert(k, {check_of(k), k}) == InsertResult::inserted) ins[i].fetch_add(1);
+      } else {
+        if (m.erase(k) == EraseResult::erased) era[i].fetch_add(1);
+      }
+      if (rng() % 16 == 0) {
+        std::string prev;
+        for (auto c = m.scan(); c.next();) {
+          ASSERT_LT(prev, c.key());
+          prev.assign(c.key());
+        }
+      }
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) ts.emplace_back(worker, t);
+  std::this_thread::sleep_for(test::stress_duration(1500));
+  stop = true;
+  for (auto& t : ts) t.join();
+  long total = 0;
+  for (int i = 0; i < kHot; ++i) {
+    const long d = ins[i].load() - era[i].load();
+    ASSERT_TRUE(d == 0 || d == 1) << "key " << i << " inserted " << ins[i] << " erased " << era[i];
+    EXPECT_EQ(m.contains(key_of(i * 3)), d == 1);
+    total += ins[i].load();
+  }
+  std::printf("[ stats    ] successful inserts=%ld\n", total);
+}
+
+}  // namespace
+}  // namespace cg::store
