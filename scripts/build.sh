@@ -14,7 +14,12 @@ opts=()
 [ "${CI:-}" = "true" ] && opts+=(-Dwerror=true)
 case "$dir" in
   build)      opts+=(-Dbuildtype=release) ;;
-  build-tsan) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Dgateway=false -Dbench=false) ;;
+  # -Wno-tsan: GCC notes that TSan does not model std::atomic_thread_fence. The
+  # fences in kcas.cpp and epoch.cpp order std::atomic accesses only, which TSan
+  # still checks as atomics; their ordering argument is in docs/concurrency.md
+  # and docs/store.md.
+  build-tsan) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Dgateway=false -Dbench=false
+                     -Dcpp_args=-Wno-tsan) ;;
   build-fuzz) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
                      -Dgateway=false -Dbench=false -Dfuzz=true)
               export CC=clang CXX=clang++ ;;

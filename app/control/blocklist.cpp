@@ -2,6 +2,8 @@
 
 #include <rte_malloc.h>
 
+#include <unordered_set>
+
 namespace cg {
 namespace {
 
@@ -13,9 +15,13 @@ struct RteAlloc {
   static void release(void*, void* p) { rte_free(p); }
 };
 
+// Journal compaction threshold: records since the last snapshot.
+constexpr uint64_t kSnapshotEvery = 1u << 20;
+
 }  // namespace
 
-std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err) {
+std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
+                                             std::vector<std::string>* notes) {
   std::unique_ptr<Blocklist> b(new Blocklist());
   b->capacity_ = o.capacity;
   FilterAllocator a{&RteAlloc::alloc, &RteAlloc::release,
@@ -30,7 +36,39 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err)
   b->exact_ = ExactSet::create(o.name + "_exact", static_cast<uint32_t>(o.capacity), o.qsv,
                                o.socket, err);
   if (!b->exact_) return nullptr;
+
+  store::RuleStore::Options so;
+  so.state_dir = o.state_dir;
+  so.salvage = o.salvage;
+  so.clock = o.clock;
+  store::RecoveryReport report;
+  const store::Status st = store::RuleStore::open(so, &b->store_, &report);
+  if (!st.ok()) {
+    *err = "rule state in '" + o.state_dir + "': " + st.to_string() +
+           (st.code() == store::Errc::corrupt ? " (start with --salvage to keep the valid part)" : "");
+    return nullptr;
+  }
+  if (notes != nullptr) *notes = report.notes;
+  // Restore: every acknowledged rule back into the lookup structures.
+  for (auto c = b->store_->list(); c.next();) {
+    RuleParse p = parse_rule(c.value().text);
+    if (!p.rule) {
+      *err = "rule state in '" + o.state_dir + "' holds an unparsable rule '" + c.value().text +
+             "': " + p.error.message();
+      return nullptr;
+    }
+    if (!b->insert_lookup(*p.rule)) {
+      *err = "rule state in '" + o.state_dir + "' holds more rules than the capacity " +
+             std::to_string(o.capacity) + " (raise gateway.capacity)";
+      return nullptr;
+    }
+  }
   return b;
+}
+
+Blocklist::Keys Blocklist::keys_of(const Rule& r) {
+  const std::string key = rule_key(r);
+  return {key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
 }
 
 void Blocklist::count_kind(RuleKind k, int delta) {
@@ -44,96 +82,159 @@ void Blocklist::count_kind(RuleKind k, int delta) {
   if (want != m) kind_mask_.store(want, std::memory_order_release);
 }
 
-Blocklist::AddStatus Blocklist::add_entry(Entry e, const std::string& order_key) {
-  if (index_.size() >= capacity_) return AddStatus::kFull;
-  count_kind(e.rule.kind, +1);
+bool Blocklist::insert_lookup(const Rule& r) {
+  const Keys k = keys_of(r);
+  count_kind(r.kind, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
-  if (filter_->insert(e.hash) != InsertResult::kOk) {
-    count_kind(e.rule.kind, -1);
-    return AddStatus::kFull;
+  if (filter_->insert(k.hash) != InsertResult::kOk) {
+    count_kind(r.kind, -1);
+    return false;
   }
-  if (exact_->add(e.key, e.rule.kind) != 0) {
-    filter_->erase(e.hash);  // undo: the filter is exactly as before
-    count_kind(e.rule.kind, -1);
-    return AddStatus::kFull;
+  if (exact_->add(k.key, r.kind) != 0) {
+    filter_->erase(k.hash);  // undo: the filter is exactly as before
+    count_kind(r.kind, -1);
+    return false;
   }
-  index_.emplace(order_key, std::move(e));
-  return AddStatus::kAdded;
-}
-
-void Blocklist::remove_entry(const Entry& e) {
-  // Exact set first, so no worker confirms a hit for a rule whose
-  // fingerprint is already gone (harmless either way: both say "not blocked").
-  exact_->del(e.key);
-  filter_->erase(e.hash);
-  count_kind(e.rule.kind, -1);
-}
-
-Blocklist::AddStatus Blocklist::add(const Rule& r) {
-  std::string order = rule_order_key(r);
-  if (index_.count(order) != 0) return AddStatus::kExists;
-  const std::string key = rule_key(r);
-  Entry e{r, key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
-  return add_entry(std::move(e), order);
-}
-
-bool Blocklist::del(const Rule& r) {
-  auto it = index_.find(rule_order_key(r));
-  if (it == index_.end()) return false;
-  remove_entry(it->second);
-  index_.erase(it);
   return true;
 }
 
-bool Blocklist::contains(const Rule& r) const { return index_.count(rule_order_key(r)) != 0; }
+void Blocklist::remove_lookup(const Rule& r) {
+  const Keys k = keys_of(r);
+  // Exact set first, so no worker confirms a hit for a rule whose
+  // fingerprint is already gone (harmless either way: both say "not blocked").
+  exact_->del(k.key);
+  filter_->erase(k.hash);
+  count_kind(r.kind, -1);
+}
 
-std::size_t Blocklist::flush() {
-  const std::size_t n = index_.size();
-  for (const auto& [k, e] : index_) remove_entry(e);
-  index_.clear();
-  return n;
+void Blocklist::remove_text(const std::string& text) {
+  // Stored texts were produced by format_rule and parsed at restore: valid.
+  RuleParse p = parse_rule(text);
+  if (p.rule) remove_lookup(*p.rule);
+}
+
+Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
+  const std::string order = rule_order_key(r);
+  if (store_->contains(order)) return Result::kExists;
+  if (store_->size() >= capacity_ || !insert_lookup(r)) return Result::kFull;
+  const store::Status st = store_->add(order, format_rule(r), ttl_ms);
+  if (!st.ok()) {  // not durable: not acknowledged, so not in effect either
+    remove_lookup(r);
+    last_error_ = st.to_string();
+    return st.code() == store::Errc::exists ? Result::kExists : Result::kIoError;
+  }
+  return Result::kOk;
+}
+
+Blocklist::Result Blocklist::del(const Rule& r) {
+  const std::string order = rule_order_key(r);
+  if (!store_->contains(order)) return Result::kAbsent;
+  const store::Status st = store_->del(order);
+  if (st.code() == store::Errc::absent) return Result::kAbsent;
+  if (!st.ok()) {  // the journal refused: the rule stays in effect
+    last_error_ = st.to_string();
+    return Result::kIoError;
+  }
+  remove_lookup(r);
+  return Result::kOk;
+}
+
+bool Blocklist::contains(const Rule& r) const { return store_->contains(rule_order_key(r)); }
+
+Blocklist::Result Blocklist::flush(std::size_t* n) {
+  std::vector<store::RuleStore::Removed> removed;
+  const store::Status st = store_->flush(&removed);
+  if (!st.ok()) {
+    last_error_ = st.to_string();
+    return Result::kIoError;
+  }
+  for (const auto& rm : removed) remove_text(rm.meta.text);
+  *n = removed.size();
+  return Result::kOk;
 }
 
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   BatchResult res;
-  std::vector<std::string> added;
-  added.reserve(rules.size());
+  std::vector<const Rule*> fresh;
+  std::vector<std::string> orders, texts;
+  std::unordered_set<std::string> seen;
+  fresh.reserve(rules.size());
+  orders.reserve(rules.size());
   for (const Rule& r : rules) {
     std::string order = rule_order_key(r);
-    if (index_.count(order) != 0) {
+    if (store_->contains(order) || !seen.insert(order).second) {
       ++res.existed;
       continue;
     }
-    const std::string key = rule_key(r);
-    Entry e{r, key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
-    if (add_entry(std::move(e), order) != AddStatus::kAdded) {
-      for (const std::string& k : added) {  // roll the batch back
-        auto it = index_.find(k);
-        remove_entry(it->second);
-        index_.erase(it);
-      }
-      return BatchResult{0, 0, true};
-    }
-    added.push_back(std::move(order));
+    fresh.push_back(&r);
+    orders.push_back(std::move(order));
   }
-  res.added = added.size();
+  auto rollback = [&](std::size_t upto) {
+    for (std::size_t i = 0; i < upto; ++i) remove_lookup(*fresh[i]);
+  };
+  if (store_->size() + fresh.size() > capacity_) return {0, 0, Result::kFull};
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    if (!insert_lookup(*fresh[i])) {
+      rollback(i);
+      return {0, 0, Result::kFull};
+    }
+  }
+  texts.reserve(fresh.size());
+  std::vector<store::RuleStore::AddRequest> reqs;
+  reqs.reserve(fresh.size());
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    texts.push_back(format_rule(*fresh[i]));
+  }
+  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0});
+  std::vector<store::Errc> results;
+  const store::Status st = store_->add_batch(reqs, &results);
+  if (!st.ok()) {
+    rollback(fresh.size());
+    last_error_ = st.to_string();
+    return {0, 0, Result::kIoError};
+  }
+  res.added = fresh.size();
   return res;
 }
 
+std::size_t Blocklist::expire_due() {
+  std::vector<store::RuleStore::Removed> expired;
+  const store::Status st = store_->expire_due(&expired);
+  if (!st.ok()) last_error_ = st.to_string();
+  for (const auto& rm : expired) remove_text(rm.meta.text);
+  return expired.size();
+}
+
+std::optional<int64_t> Blocklist::ms_to_next_expiry() const {
+  const auto next = store_->next_expiry();
+  if (!next) return std::nullopt;
+  const int64_t left = *next - store_->now();
+  return left > 0 ? left : 0;
+}
+
+void Blocklist::maybe_snapshot() {
+  if (store_->durable() && store_->records_since_snapshot() >= kSnapshotEvery) {
+    const store::Status st = store_->snapshot();
+    if (!st.ok()) last_error_ = st.to_string();
+  }
+  store_->reclaim();
+}
+
 void Blocklist::for_each(std::optional<RuleKind> kind, std::string_view prefix,
-                         const std::function<void(const Rule&)>& f) const {
-  auto it = index_.begin();
-  if (kind) it = index_.lower_bound(std::string(1, static_cast<char>(*kind)));
-  for (; it != index_.end(); ++it) {
-    const Rule& r = it->second.rule;
-    if (kind && r.kind != *kind) break;
+                         const std::function<void(const Rule&, int64_t)>& f) const {
+  const int64_t now = store_->now();
+  auto c = kind ? store_->list_prefix(std::string(1, static_cast<char>(*kind))) : store_->list();
+  while (c.next()) {
+    RuleParse p = parse_rule(c.value().text);
+    if (!p.rule) continue;
+    const Rule& r = *p.rule;
     if (!prefix.empty()) {
-      const std::string text = format_rule(r);
-      const std::string_view arg = std::string_view(text).substr(kind_name(r.kind).size() + 1);
+      const std::string_view arg = std::string_view(c.value().text).substr(kind_name(r.kind).size() + 1);
       if (arg.substr(0, prefix.size()) != prefix) continue;
     }
-    f(r);
+    const int64_t exp = c.value().expiry_unix_ms;
+    f(r, exp == 0 ? 0 : (exp > now ? exp - now : 1));
   }
 }
 

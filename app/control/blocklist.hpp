@@ -1,15 +1,19 @@
 // The blocklist as the control lcore sees it: the lock-free cuckoo filter
 // (what the workers look up), the exact set (what confirms a filter hit) and
-// an ordered index of the rules themselves (what `list` and `check` read).
+// the authoritative rule store (ordered, durable, with expiry), which `list`,
+// `check`, TTL expiry and restarts read.
 //
 // Thread safety: every member function is for the ONE control thread. Worker
-// lcores only use filter() and exact(), whose lookups are safe concurrently
-// with the control thread's updates.
+// lcores only use filter(), exact() and kind_mask(), whose lookups are safe
+// concurrently with the control thread's updates.
 //
-// Invariant kept by every operation: a rule is in the index iff its key is in
+// Invariant kept by every operation: a rule is in the store iff its key is in
 // the exact set iff exactly one copy of its fingerprint was inserted into the
 // filter for it. So a delete only ever erases a fingerprint this rule put
 // there, and a filter false negative cannot be created by a delete.
+//
+// Durability: with a state directory, a change is reported successful only
+// after the store has its journal record on disk (see docs/store.md).
 #pragma once
 
 #include <rte_rcu_qsbr.h>
@@ -18,7 +22,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "cuckoogate/keys/rule.hpp"
+#include "cuckoogate/store/rule_store.hpp"
 #include "dataplane/lookup.hpp"
 
 namespace cg {
@@ -37,49 +41,70 @@ class Blocklist {
     int socket = 0;                   // NUMA socket for filter and exact-set memory
     rte_rcu_qsbr* qsv = nullptr;      // the workers' QSBR variable
     std::string name = "cg";          // prefix for DPDK object names
+    std::string state_dir;            // durable state; empty = in memory only
+    bool salvage = false;             // start despite damaged state (keep the valid part)
+    store::RuleStore::Clock clock;    // ms since the epoch; empty = system clock
   };
-  static std::unique_ptr<Blocklist> create(const Options& o, std::string* err);
+  // Opens (and with a state directory, restores) the blocklist. nullptr and
+  // *err on failure; *notes gets one line per recovery event worth logging.
+  static std::unique_ptr<Blocklist> create(const Options& o, std::string* err,
+                                           std::vector<std::string>* notes = nullptr);
 
-  enum class AddStatus { kAdded, kExists, kFull };
-  AddStatus add(const Rule& r);
-  bool del(const Rule& r);  // false: the rule was not in the blocklist (nothing touched)
+  enum class Result { kOk, kExists, kAbsent, kFull, kIoError };
+  // ttl_ms > 0: the rule expires by itself (expire_due removes it).
+  Result add(const Rule& r, int64_t ttl_ms = 0);
+  Result del(const Rule& r);  // kAbsent: not in the blocklist, nothing touched
   bool contains(const Rule& r) const;
-  std::size_t size() const noexcept { return index_.size(); }
-  std::size_t flush();      // removes every rule; returns how many
+  std::size_t size() const noexcept { return store_->size(); }
+  // Removes every rule; *n gets how many.
+  Result flush(std::size_t* n);
 
-  // All or nothing: either every rule not already present is added, or (the
-  // filter or the exact set is full) none is and `full` is set.
-  struct BatchResult { std::size_t added = 0, existed = 0; bool full = false; };
+  // All or nothing: either every rule not already present is added (one
+  // journal sync), or none is (kFull: the filter or the exact set is full;
+  // kIoError: the journal could not be written).
+  struct BatchResult { std::size_t added = 0, existed = 0; Result result = Result::kOk; };
   BatchResult add_batch(const std::vector<Rule>& rules);
+
+  // Removes the rules whose expiry has passed; returns how many.
+  std::size_t expire_due();
+  // Milliseconds until the next expiry (nullopt: none pending).
+  std::optional<int64_t> ms_to_next_expiry() const;
+  // Compacts the journal into a snapshot when it has grown large.
+  void maybe_snapshot();
 
   // Rules in listing order (kind, then rule_order_key), optionally one kind
   // and only those whose canonical text after the kind starts with `prefix`.
+  // f gets the rule and its remaining lifetime in ms (0 = no expiry).
   void for_each(std::optional<RuleKind> kind, std::string_view prefix,
-                const std::function<void(const Rule&)>& f) const;
+                const std::function<void(const Rule&, int64_t ttl_left_ms)>& f) const;
 
   const GatewayFilter& filter() const noexcept { return *filter_; }
+  const ExactSet& exact() const noexcept { return *exact_; }
   // Bit k set iff at least one rule of kind k is present. Workers skip the
   // keys of absent kinds; the bit is set (release) before a rule's first
   // fingerprint is inserted, so it is visible to any burst that starts after
   // the rule is acknowledged.
   const std::atomic<uint32_t>& kind_mask() const noexcept { return kind_mask_; }
-  const ExactSet& exact() const noexcept { return *exact_; }
   std::size_t capacity() const noexcept { return capacity_; }
+  bool durable() const noexcept { return store_->durable(); }
+  const std::string& last_error() const noexcept { return last_error_; }
 
  private:
-  struct Entry { Rule rule; uint64_t hash; Key128 key; };
+  struct Keys { uint64_t hash; Key128 key; };
+  static Keys keys_of(const Rule& r);
   Blocklist() = default;
-  AddStatus add_entry(Entry e, const std::string& order_key);
-  void remove_entry(const Entry& e);
+  bool insert_lookup(const Rule& r);        // filter + exact set (+ kind mask); false: full
+  void remove_lookup(const Rule& r);        // the reverse
+  void remove_text(const std::string& text);  // remove_lookup of a stored rule
+  void count_kind(RuleKind k, int delta);
 
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
-  std::map<std::string, Entry> index_;  // rule_order_key -> entry
-  void count_kind(RuleKind k, int delta);
-
+  std::unique_ptr<store::RuleStore> store_;
   std::size_t capacity_ = 0;
   std::array<std::size_t, kRuleKindCount + 1> per_kind_{};
   std::atomic<uint32_t> kind_mask_{0};
+  std::string last_error_;
 };
 
 }  // namespace cg

@@ -42,7 +42,7 @@ std::optional<Rule> rule_arg(std::string_view arg, std::string& out) {
 }
 
 constexpr std::string_view kHelp =
-    "add RULE|del RULE|check RULE|load (rules, then '.')|list [KIND] [PREFIX]|stats|info|flush|ping|quit";
+    "add RULE [ttl=SECONDS]|del RULE|check RULE|load (rules, then '.')|list [KIND] [PREFIX]|stats|info|flush|ping|quit";
 
 }  // namespace
 
@@ -65,9 +65,12 @@ void CommandHandler::load_line(Session& s, std::string_view line, std::string& o
       err(out, 400, "load rejected, nothing applied: " + s.load_error);
     } else {
       const Blocklist::BatchResult r = b_.add_batch(s.load_rules);
-      if (r.full) {
+      if (r.result == Blocklist::Result::kFull) {
         err(out, 507, "load rejected, nothing applied: blocklist full (capacity " +
                           std::to_string(b_.capacity()) + ")");
+      } else if (r.result != Blocklist::Result::kOk) {
+        err(out, 500, "load rejected, nothing applied: the journal could not be written: " +
+                          b_.last_error());
       } else {
         adds_ += r.added;
         out += "OK loaded " + std::to_string(s.load_rules.size()) + " added " +
@@ -99,28 +102,43 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
   if (cmd.empty()) {
     err(out, 400, "empty request (try 'help')");
   } else if (cmd == "add") {
+    // `add RULE [ttl=SECONDS]`: a trailing ttl= word makes the rule expire.
+    int64_t ttl_ms = 0;
     const std::size_t last = arg.find_last_of(" \t");
     if (last != std::string_view::npos && arg.substr(last + 1).starts_with("ttl=")) {
-      err(out, 501, "ttl= is not supported yet");
-      return;
+      const std::string_view v = arg.substr(last + 1 + 4);
+      uint64_t secs = 0;
+      bool ok = !v.empty() && v.size() <= 9;
+      for (char ch : v) {
+        ok = ok && ch >= '0' && ch <= '9';
+        secs = secs * 10 + static_cast<uint64_t>(ch - '0');
+      }
+      if (!ok || secs == 0) {
+        err(out, 400, "bad ttl '" + std::string(v) + "': expected whole seconds, 1 to 999999999");
+        return;
+      }
+      ttl_ms = static_cast<int64_t>(secs) * 1000;
+      arg = trim(arg.substr(0, last));
     }
     auto r = rule_arg(arg, out);
     if (!r) return;
-    switch (b_.add(*r)) {
-      case Blocklist::AddStatus::kAdded: ++adds_; out += "OK added\n"; break;
-      case Blocklist::AddStatus::kExists: out += "OK exists\n"; break;
-      case Blocklist::AddStatus::kFull:
+    switch (b_.add(*r, ttl_ms)) {
+      case Blocklist::Result::kOk: ++adds_; out += "OK added\n"; break;
+      case Blocklist::Result::kExists: out += "OK exists\n"; break;
+      case Blocklist::Result::kFull:
         err(out, 507, "blocklist full (capacity " + std::to_string(b_.capacity()) + "), rule not added");
+        break;
+      default:
+        err(out, 500, "rule not added: the journal could not be written: " + b_.last_error());
         break;
     }
   } else if (cmd == "del") {
     auto r = rule_arg(arg, out);
     if (!r) return;
-    if (b_.del(*r)) {
-      ++dels_;
-      out += "OK deleted\n";
-    } else {
-      err(out, 404, "not in blocklist: " + format_rule(*r));
+    switch (b_.del(*r)) {
+      case Blocklist::Result::kOk: ++dels_; out += "OK deleted\n"; break;
+      case Blocklist::Result::kAbsent: err(out, 404, "not in blocklist: " + format_rule(*r)); break;
+      default: err(out, 500, "rule not deleted: the journal could not be written: " + b_.last_error()); break;
     }
   } else if (cmd == "check") {
     auto r = rule_arg(arg, out);
@@ -152,8 +170,9 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     }
     std::string body;
     std::size_t n = 0;
-    b_.for_each(kind, prefix, [&](const Rule& r) {
+    b_.for_each(kind, prefix, [&](const Rule& r, int64_t ttl_left_ms) {
       body += format_rule(r);
+      if (ttl_left_ms > 0) body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
       body += '\n';
       ++n;
     });
@@ -167,7 +186,11 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     (cmd == "stats" ? stats_ : info_)(out);
     out += ".\n";
   } else if (cmd == "flush") {
-    const std::size_t n = b_.flush();
+    std::size_t n = 0;
+    if (b_.flush(&n) != Blocklist::Result::kOk) {
+      err(out, 500, "flush failed: the journal could not be written: " + b_.last_error());
+      return;
+    }
     dels_ += n;
     out += "OK flushed " + std::to_string(n) + "\n";
   } else if (cmd == "ping") {

@@ -6,6 +6,7 @@
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 
@@ -128,8 +129,15 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   bo.capacity = o.capacity;
   bo.socket = socket;
   bo.qsv = qsv_;
-  blocklist_ = Blocklist::create(bo, err);
+  bo.state_dir = o.state_dir;
+  bo.salvage = o.salvage;
+  std::vector<std::string> notes;
+  blocklist_ = Blocklist::create(bo, err, &notes);
+  for (const std::string& n : notes) std::fprintf(stderr, "cuckoogate: state: %s\n", n.c_str());
   if (!blocklist_) return false;
+  if (!o.state_dir.empty())
+    std::fprintf(stderr, "cuckoogate: restored %zu rules from %s\n", blocklist_->size(),
+                 o.state_dir.c_str());
   void* mem = rte_zmalloc_socket("cg_stats", sizeof(WorkerStats) * o.workers, RTE_CACHE_LINE_SIZE, socket);
   if (mem == nullptr) {
     *err = "cannot allocate worker stats";
@@ -184,6 +192,15 @@ bool Engine::start(std::string* err) {
   running_ = true;
   publish_rule_count();
   return true;
+}
+
+int Engine::control_tick() {
+  const auto next = blocklist_->ms_to_next_expiry();
+  if (next && *next == 0) blocklist_->expire_due();
+  blocklist_->maybe_snapshot();
+  publish_rule_count();
+  const auto again = blocklist_->ms_to_next_expiry();
+  return again ? static_cast<int>(std::min<int64_t>(*again, 50)) : 50;
 }
 
 void Engine::stop() {

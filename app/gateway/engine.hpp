@@ -24,6 +24,8 @@ struct EngineOptions {
   std::size_t capacity = 1u << 20;  // rules
   uint64_t pps = 0;                 // replay pacing, 0 = as fast as possible
   bool filtering = true;            // false: forward without looking anything up
+  std::string state_dir;            // durable rule state, empty = in memory
+  bool salvage = false;             // start despite damaged state
 };
 
 class Engine {
@@ -53,6 +55,9 @@ class Engine {
   // `key value` lines for the control socket's stats / info commands.
   void stats_text(std::string& out) const;
   void info_text(std::string& out) const;
+  // Control-loop housekeeping: expires due rules, compacts the journal,
+  // publishes the rule count. Returns the ms until it wants to run again.
+  int control_tick();
   // Mirrors the rule count for readers on other threads (telemetry).
   void publish_rule_count() noexcept {
     rules_.store(blocklist_->size(), std::memory_order_relaxed);

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   bool run_verify = false, run_no_verify = false;
   run->add_flag("--verify", run_verify, "Confirm filter hits against the exact rule set (default)");
   run->add_flag("--no-verify", run_no_verify, "Pure-filter mode: a filter hit drops (false positives possible)");
+  run->add_flag("--salvage", ro.salvage, "Start even if the rule state is damaged before its "
+                                         "journal tail, keeping the valid part");
   run->add_option("eal", ro.eal, "EAL options, after --");
 
   cg::ReplayOptions po;

@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -241,7 +242,7 @@ int replay(const ReplayOptions& o) {
       rc = fail(1, err);
     } else {
       const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
-      if (br.full) {
+      if (br.result != Blocklist::Result::kOk) {
         rc = fail(2, "the rules do not fit: raise --capacity");
       } else {
         for (unsigned w = 0; w < q; ++w) {
@@ -267,8 +268,7 @@ int replay(const ReplayOptions& o) {
             // Control loop: serve the socket until every input packet is handled.
             while (engine.totals().rx < expected && !g_interrupted.load(std::memory_order_relaxed)) {
               if (server) {
-                server->poll_once(2);
-                engine.publish_rule_count();
+                server->poll_once(std::min(2, engine.control_tick()));
               } else {
                 std::this_thread::sleep_for(std::chrono::microseconds(500));
               }

@@ -115,6 +115,8 @@ int run_gateway(const RunOptions& o) {
     eo.verify = cfg.verify;
     eo.drop_malformed = cfg.drop_malformed;
     eo.capacity = std::max(cfg.capacity, rules.size());
+    eo.state_dir = cfg.state_dir;
+    eo.salvage = o.salvage;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;
@@ -128,11 +130,11 @@ int run_gateway(const RunOptions& o) {
       if (rc == 0 && (!setup_port(a, pc, pool, &err) || !setup_port(b, pc, pool, &err))) rc = fail(1, err);
     }
     if (rc == 0) {
-      if (!cfg.state_dir.empty())
-        std::fprintf(stderr, "cuckoogate run: note: state_dir '%s' accepted; rule durability "
-                             "(journal + snapshots) is not implemented yet\n", cfg.state_dir.c_str());
       const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
-      if (br.full) rc = fail(2, "the rule files do not fit: raise gateway.capacity");
+      if (br.result == Blocklist::Result::kFull)
+        rc = fail(2, "the rule files do not fit: raise gateway.capacity");
+      else if (br.result != Blocklist::Result::kOk)
+        rc = fail(1, "cannot journal the rule files: " + engine.blocklist().last_error());
     }
     std::unique_ptr<CommandHandler> handler;  // outlives the server that calls it
     std::unique_ptr<ControlServer> server;
@@ -165,10 +167,7 @@ int run_gateway(const RunOptions& o) {
         std::printf("cuckoogate: %zu rules, %u workers, %zu port pairs, control socket %s\n",
                     engine.blocklist().size(), workers, pairs.size(), cfg.ctl.c_str());
         std::fflush(stdout);
-        while (!g_stop.load(std::memory_order_relaxed)) {
-          server->poll_once(50);
-          engine.publish_rule_count();
-        }
+        while (!g_stop.load(std::memory_order_relaxed)) server->poll_once(engine.control_tick());
         const double secs = engine.seconds();
         engine.stop();
         server.reset();

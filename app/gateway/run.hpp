@@ -14,6 +14,7 @@ struct RunOptions {
   std::vector<std::string> rules;     // added to the config's rule files
   std::optional<unsigned> workers;    // overrides the config
   std::optional<bool> verify;         // overrides the config
+  bool salvage = false;               // start despite damaged rule state
   std::vector<std::string> eal;       // after `--`; replaces the config's [eal] args
 };
 

@@ -233,7 +233,8 @@ class CuckooFilter {
     const std::uint64_t w1 = table_[i1].load(std::memory_order_seq_cst);
     const std::uint64_t w2 = table_[i2].load(std::memory_order_seq_cst);
     if (((w1 | w2) & kcas::kRefBit) == 0) [[likely]] {
-      if (Layout::has(w1, fp) | Layout::has(w2, fp)) return true;
+      // Both tests, no branch between them (hence | on ints, not ||).
+      if ((int{Layout::has(w1, fp)} | int{Layout::has(w2, fp)}) != 0) return true;
       const std::uint64_t again = table_[i1].load(std::memory_order_seq_cst);
       if (((again ^ w1) & (Layout::kCounterMask | kcas::kRefBit)) == 0) [[likely]] return false;
       if (st != nullptr) ++st->retries;
