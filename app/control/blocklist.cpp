@@ -1,7 +1,13 @@
 #include "control/blocklist.hpp"
 
+#include <fcntl.h>
 #include <rte_malloc.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <unordered_set>
 
 namespace cg {
@@ -37,6 +43,21 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
                                o.socket, err);
   if (!b->exact_) return nullptr;
 
+  if (!o.state_dir.empty()) {
+    // One gateway per state directory: two writers would interleave journals.
+    std::error_code ec;
+    std::filesystem::create_directories(o.state_dir, ec);
+    const std::string lock = o.state_dir + "/lock";
+    b->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (b->lock_fd_ < 0) {
+      *err = "cannot open " + lock + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    if (::flock(b->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      *err = "state directory '" + o.state_dir + "' is in use by another gateway";
+      return nullptr;
+    }
+  }
   store::RuleStore::Options so;
   so.state_dir = o.state_dir;
   so.salvage = o.salvage;
@@ -64,6 +85,11 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     }
   }
   return b;
+}
+
+Blocklist::~Blocklist() {
+  store_.reset();  // closes the journal before the lock is released
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 Blocklist::Keys Blocklist::keys_of(const Rule& r) {

@@ -49,6 +49,9 @@ class Blocklist {
   // *err on failure; *notes gets one line per recovery event worth logging.
   static std::unique_ptr<Blocklist> create(const Options& o, std::string* err,
                                            std::vector<std::string>* notes = nullptr);
+  ~Blocklist();
+  Blocklist(const Blocklist&) = delete;
+  Blocklist& operator=(const Blocklist&) = delete;
 
   enum class Result { kOk, kExists, kAbsent, kFull, kIoError };
   // ttl_ms > 0: the rule expires by itself (expire_due removes it).
@@ -105,6 +108,7 @@ class Blocklist {
   std::array<std::size_t, kRuleKindCount + 1> per_kind_{};
   std::atomic<uint32_t> kind_mask_{0};
   std::string last_error_;
+  int lock_fd_ = -1;  // flock on the state directory: one gateway per directory
 };
 
 }  // namespace cg

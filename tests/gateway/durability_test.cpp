@@ -82,6 +82,20 @@ TEST(Durability, CleanRestartKeepsEveryAcknowledgedChange) {
   EXPECT_EQ(g.proc().wait(30s), 0);
 }
 
+TEST(Durability, ASecondGatewayOnTheSameStateDirectoryIsRefused) {
+  const std::string state = GatewayEnv::dir() + "/state-shared";
+  Gateway first("shared1", state);
+  ASSERT_TRUE(first.up()) << first.proc().err();
+  const Result r = run({GatewayEnv::gateway(), "run", "--ctl", GatewayEnv::dir() + "/shared2.sock",
+                        "--state-dir", state, "--", "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
+                        "--vdev=net_null0", "--vdev=net_null1", "--log-level=lib.eal:error"},
+                       GatewayEnv::dir());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("in use by another gateway"), std::string::npos) << r.err;
+  first.proc().signal(SIGTERM);
+  EXPECT_EQ(first.proc().wait(30s), 0);
+}
+
 TEST(Durability, TtlRulesExpireByThemselves) {
   Gateway g("ttl", GatewayEnv::dir() + "/state-ttl");
   ASSERT_TRUE(g.up()) << g.proc().err();
