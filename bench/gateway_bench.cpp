@@ -142,7 +142,10 @@ int main(int argc, char** argv) {
       rules = std::move(p.rules);
     }
     const auto tl = Clock::now();
-    e.blocklist().add_batch(rules);
+    if (e.blocklist().add_batch(rules).result != cg::Blocklist::Result::kOk) {
+      std::fprintf(stderr, "gateway_bench: cannot load %zu rules\n", nrules);
+      return 1;
+    }
     const double direct_load_s = std::chrono::duration<double>(Clock::now() - tl).count();
     e.publish_rule_count();
 
@@ -176,7 +179,8 @@ int main(int argc, char** argv) {
     const double p50 = lat_us[lat_us.size() / 2], p99 = lat_us[lat_us.size() * 99 / 100];
 
     // 3. bulk load through cuckoogatectl into a control socket served here.
-    e.blocklist().flush();
+    std::size_t flushed = 0;
+    (void)e.blocklist().flush(&flushed);
     double ctl_load_s = -1;
     {
       cg::CommandHandler h(e.blocklist(), [](std::string&) {}, [](std::string&) {});
