@@ -141,10 +141,11 @@ nlohmann::json lines_to_json(const std::vector<std::string>& lines) {
   return j;
 }
 
-int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::string>& args) {
+int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::string>& args,
+              const std::string& suffix = "") {
   const auto rules = rules_from_args(args);
   std::string req;
-  for (const auto& r : rules) req += verb + " " + r + "\n";
+  for (const auto& r : rules) req += verb + " " + r + suffix + "\n";
   c.send(req);  // pipelined: one response per request, in order
   int rc = 0;
   for (const auto& r : rules) {
@@ -234,6 +235,8 @@ int main(int argc, char** argv) {
   bool stats_json = false, info_json = false;
   auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
   add->add_option("rule", add_args, "Rule(s)")->required();
+  unsigned ttl = 0;
+  add->add_option("--ttl", ttl, "The rules expire after SECONDS")->check(CLI::Range(1u, 999999999u));
   auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
   del->add_option("rule", del_args, "Rule(s)")->required();
   auto* check = app.add_subcommand("check", "Is the rule in the blocklist? Exit 0 yes, 1 no");
@@ -253,7 +256,7 @@ int main(int argc, char** argv) {
   if (list_args.size() > 2) die("list takes at most KIND and PREFIX");
 
   Connection c(sock);
-  if (add->parsed()) return cmd_rules(c, "add", add_args);
+  if (add->parsed()) return cmd_rules(c, "add", add_args, ttl ? " ttl=" + std::to_string(ttl) : "");
   if (del->parsed()) return cmd_rules(c, "del", del_args);
   if (check->parsed()) {
     std::string rule;

@@ -63,6 +63,11 @@ TEST_F(Ctl, AddCheckDelAndTheirExitCodes) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not in blocklist"), std::string::npos) << r.err;
   EXPECT_EQ(ctl({"del", "host example.org", "url a.example/x"}).status, 0);
+  // --ttl: the rule is listed with its remaining lifetime.
+  ASSERT_EQ(ctl({"add", "--ttl", "600", "src", "192.0.2.77"}).status, 0);
+  r = ctl({"list", "src", "192.0.2.77"});
+  EXPECT_EQ(r.out.rfind("src 192.0.2.77 ttl=", 0), 0u) << r.out;
+  EXPECT_EQ(ctl({"del", "src 192.0.2.77"}).status, 0);
 }
 
 TEST_F(Ctl, BadInputGetsOneLineErrorAndNonZeroExit) {
