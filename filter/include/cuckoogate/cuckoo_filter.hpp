@@ -230,15 +230,18 @@ class CuckooFilter {
   bool lookup_fast(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp, LookupStats* st) const noexcept {
     // seq_cst loads, in this program order: i1 (t1) before i2 (t2) before the
     // re-check of i1 (t3); see kcas::read for why seq_cst costs nothing here.
+    // The re-read of i1 is done on hits too (same cache line as t1, L1-hot), so
+    // that hit and miss take the same path: one well-predicted branch decides
+    // between "answer now" and the slow path, none on the (50/50) hit outcome.
     const std::uint64_t w1 = table_[i1].load(std::memory_order_seq_cst);
     const std::uint64_t w2 = table_[i2].load(std::memory_order_seq_cst);
-    if (((w1 | w2) & kcas::kRefBit) == 0) [[likely]] {
-      // Both tests, no branch between them (hence | on ints, not ||).
-      if ((int{Layout::has(w1, fp)} | int{Layout::has(w2, fp)}) != 0) return true;
-      const std::uint64_t again = table_[i1].load(std::memory_order_seq_cst);
-      if (((again ^ w1) & (Layout::kCounterMask | kcas::kRefBit)) == 0) [[likely]] return false;
-      if (st != nullptr) ++st->retries;
-    }
+    const std::uint64_t again = table_[i1].load(std::memory_order_seq_cst);
+    const bool hit = (int{Layout::has(w1, fp)} | int{Layout::has(w2, fp)}) != 0;
+    const bool plain = ((w1 | w2) & kcas::kRefBit) == 0;  // no descriptor met
+    const bool stable = ((again ^ w1) & (Layout::kCounterMask | kcas::kRefBit)) == 0;
+    // Answer now: a hit in two logical values, or a miss with i1 unchanged.
+    if ((int{plain} & (int{hit} | int{stable})) != 0) [[likely]] return hit;
+    if (plain && st != nullptr) ++st->retries;
     return lookup(i1, i2, fp, kcas::read(table_[i1]), st);
   }
 
