@@ -3,8 +3,9 @@
 //   build/bench/gateway_bench [--rules N] [--seconds S] [--runs R] [--json PATH]
 //
 // 1. Packets per second of one worker: 64-byte TCP packets from a net_pcap vdev with
-//    infinite_rx=1 into net_null, with N rules loaded, filtering on vs the same pipeline
-//    with filtering off (median of R runs each, alternating).
+//    infinite_rx=1 into net_null, with N rules of all seven kinds loaded (so each packet's
+//    six keys are looked up), filtering on vs the same pipeline with filtering off
+//    (median of R runs each, alternating).
 // 2. Add-to-drop latency: time from Blocklist::add returning (what the control socket
 //    acknowledges) to the worker's first drop of the matching flow; p50/p99 of 200 adds.
 // 3. Bulk load rate through the real CLI: `cuckoogatectl load` of N rules into a control
@@ -131,12 +132,25 @@ int main(int argc, char** argv) {
     e.add_link(0, {in, 0, null, 0});
     e.add_link(0, {null, 0, in, 0});
 
-    // Rules: src addresses 10.x.y.z, none of them in the traffic.
+    // Rules: every kind in equal shares (so every packet key is looked up),
+    // none matching the traffic.
     std::vector<cg::Rule> rules;
     rules.reserve(nrules);
     {
       std::string text;
-      for (uint32_t i = 0; i < nrules; ++i) text += "src " + addr(i) + "\n";
+      for (uint32_t i = 0; i < nrules; ++i) {
+        const uint32_t j = i / 7;
+        switch (i % 7) {
+          case 0: text += "src " + addr(j); break;
+          case 1: text += "dst " + addr(j); break;
+          case 2: text += "ip " + addr(j); break;
+          case 3: text += "flow tcp " + addr(j) + ":1000 " + addr(j + 1) + ":80"; break;
+          case 4: text += "service tcp " + addr(j) + ":443"; break;
+          case 5: text += "host h" + std::to_string(j) + ".example.net"; break;
+          default: text += "url example.org/p/" + std::to_string(j); break;
+        }
+        text += "\n";
+      }
       std::ofstream(dir + "/rules") << text;
       cg::RuleFileParse p = cg::parse_rules(text, false);
       rules = std::move(p.rules);
