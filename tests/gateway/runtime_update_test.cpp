@@ -3,7 +3,11 @@
 // again; bad commands get errors and change nothing.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -148,6 +152,46 @@ TEST(RuntimeUpdate, SeveralClientsAtOnceEachGetTheirOwnAnswersInOrder) {
   EXPECT_EQ(dsts.size(), 400u);
   gw.signal(SIGTERM);
   EXPECT_EQ(gw.wait(30s), 130);
+}
+
+TEST(ControlSocket, AStaleSocketFileIsReplacedAndAnythingElseIsLeftAlone) {
+  const std::string dir = GatewayEnv::dir();
+  write_pcap(dir + "/st-in.pcap", {Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()});
+  std::ofstream(dir + "/st.rules") << "src 198.51.100.200\n";
+  // A socket file nobody listens on: what a killed gateway leaves behind.
+  const std::string stale = dir + "/stale.sock";
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, stale.c_str(), sizeof(a.sun_path) - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ::close(fd);
+  }
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/st.rules", "--in", dir + "/st-in.pcap",
+              "--out", dir + "/st-pass.pcap", "--ctl", stale, "--loop", "100000", "--pps", "2000"},
+             dir + "/st.out", dir + "/st.err");
+  ASSERT_TRUE(wait_for_socket(stale, 20s)) << gw.err();
+  struct stat st {};
+  ASSERT_EQ(::stat(stale.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  // A live socket is not taken over by a second gateway.
+  Result second = run({GatewayEnv::gateway(), "replay", "--rules", dir + "/st.rules", "--in",
+                       dir + "/st-in.pcap", "--out", dir + "/st-pass2.pcap", "--ctl", stale},
+                      dir);
+  EXPECT_NE(second.status, 0);
+  EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
+  gw.signal(SIGINT);
+  EXPECT_EQ(gw.wait(30s), 130);
+  // A regular file at the path is never removed.
+  const std::string file = dir + "/not-a-socket";
+  std::ofstream(file) << "keep me";
+  Result r = run({GatewayEnv::gateway(), "replay", "--rules", dir + "/st.rules", "--in", dir + "/st-in.pcap",
+                  "--out", dir + "/st-pass3.pcap", "--ctl", file},
+                 dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("not a socket"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(file), "keep me");
 }
 
 }  // namespace
