@@ -145,7 +145,9 @@ Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
   if (store_->contains(order)) return Result::kExists;
   if (store_->size() >= capacity_ || !insert_lookup(r)) return Result::kFull;
   const store::Status st = store_->add(order, format_rule(r), ttl_ms);
-  if (!st.ok()) {  // not durable: not acknowledged, so not in effect either
+  if (!st.ok()) {
+    // Not durable, so not acknowledged: undone. (Workers may have dropped
+    // matching packets during the failed sync; the answer is still "not added".)
     remove_lookup(r);
     last_error_ = st.to_string();
     return st.code() == store::Errc::exists ? Result::kExists : Result::kIoError;
@@ -220,7 +222,16 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
     last_error_ = st.to_string();
     return {0, 0, Result::kIoError};
   }
-  res.added = fresh.size();
+  // The store may refuse single entries (e.g. an oversized record): those must
+  // not stay in the lookup structures either.
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    if (results[i] == store::Errc::ok) {
+      ++res.added;
+    } else {
+      remove_lookup(*fresh[i]);
+      ++res.existed;
+    }
+  }
   return res;
 }
 

@@ -102,6 +102,9 @@ void ControlServer::accept_clients() {
 void ControlServer::frame_lines(Client& c) {
   std::size_t start = 0;
   for (;;) {
+    // Backpressure: answers pile up no further than the high-water mark; the
+    // rest of the input waits in c.in until the client has read them.
+    if (c.out.size() - c.out_off > kOutHighWater) break;
     const std::size_t nl = c.in.find('\n', start);
     if (nl == std::string::npos) break;
     if (c.discarding) {
@@ -118,7 +121,7 @@ void ControlServer::frame_lines(Client& c) {
     start = nl + 1;
   }
   c.in.erase(0, start);
-  if (c.in.size() > kMaxRequestLine) {
+  if (c.in.size() > kMaxRequestLine && c.in.find('\n') == std::string::npos) {
     if (!c.discarding) h_.line_too_long(c.session, c.out);
     c.discarding = true;
     c.in.clear();
@@ -178,6 +181,11 @@ void ControlServer::poll_once(int timeout_ms) {
     }
     // A peer that half-closed after its requests still gets every answer.
     if (ok) ok = flush_client(c);
+    // Lines held back by the high-water mark are answered once output drained.
+    if (ok && !c.in.empty() && !c.session.closing && c.out.size() - c.out_off <= kOutHighWater) {
+      frame_lines(c);
+      ok = flush_client(c);
+    }
     const bool drained = c.out_off >= c.out.size();
     if (ok && drained && (c.eof || c.session.closing)) ok = false;
     if (ok) {

@@ -180,7 +180,11 @@ int cmd_load(Connection& c, const std::string& file) {
   std::size_t sent = 0, lines = 0, next_report = 0;
   while (std::getline(*in, line)) {
     ++lines;
-    if (!line.empty() && line[0] == '.') die(file + ":" + std::to_string(lines) + ": a line may not start with '.'");
+    // The server ends a load at a line that is '.' after trimming blanks; no
+    // rule starts with '.', so such a line is refused before anything is sent.
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line[first] == '.')
+      die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
     sent += line.size() + 1;
     chunk += line;
     chunk += '\n';
@@ -252,7 +256,11 @@ int main(int argc, char** argv) {
   auto* flush = app.add_subcommand("flush", "Remove every rule");
   auto* ping = app.add_subcommand("ping", "Check that the gateway answers");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help/--version: 0; bad usage: 2
+  }
   if (list_args.size() > 2) die("list takes at most KIND and PREFIX");
 
   Connection c(sock);

@@ -133,7 +133,9 @@ void Worker::loop() {
     for (const QueueLink& q : cfg_.links) {
       uint16_t want = kBurst;
       if (cfg_.pps != 0) {  // replay pacing: stay at or below pps on average
-        const uint64_t allowed = (rte_rdtsc() - start) * cfg_.pps / hz;
+        // 128-bit product: cycles * pps overflows 64 bits after minutes.
+        const auto allowed = static_cast<uint64_t>(
+            static_cast<unsigned __int128>(rte_rdtsc() - start) * cfg_.pps / hz);
         const uint64_t budget = allowed > received ? allowed - received : 0;
         if (budget == 0) {
           rte_pause();

@@ -110,7 +110,8 @@ bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
       }
       c.drop_malformed = *s == "drop";
     }
-    if (!integer(*g, "capacity", std::size_t{1}, std::size_t{1} << 31, c.capacity, w, err)) return false;
+    // rte_hash holds at most 2^30 entries and the exact set asks for capacity * 1.25.
+    if (!integer(*g, "capacity", std::size_t{1}, std::size_t{858993459}, c.capacity, w, err)) return false;
     if (!integer(*g, "rx_desc", uint16_t{64}, uint16_t{32768}, c.rx_desc, w, err)) return false;
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;
     for (const char* key : {"ctl", "state_dir"}) {

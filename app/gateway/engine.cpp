@@ -13,7 +13,9 @@
 namespace cg {
 namespace {
 
-const Engine* g_engine = nullptr;  // for the telemetry callbacks (no user data in 22.11)
+// For the telemetry callbacks (no user data in 22.11), which run on DPDK's
+// telemetry thread: acquire/release so a callback sees a fully built Engine.
+std::atomic<const Engine*> g_engine{nullptr};
 
 void line(std::string& out, const std::string& key, uint64_t v) {
   out += key;
@@ -46,8 +48,9 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
 }
 
 int tel_stats(const char*, const char*, rte_tel_data* d) {
-  if (g_engine == nullptr) return -1;
-  const StatsSnapshot s = g_engine->totals();
+  const Engine* e = g_engine.load(std::memory_order_acquire);
+  if (e == nullptr) return -1;
+  const StatsSnapshot s = e->totals();
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "rx", s.rx);
   rte_tel_data_add_dict_u64(d, "passed", s.passed);
@@ -65,9 +68,10 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
 }
 
 int tel_info(const char*, const char*, rte_tel_data* d) {
-  if (g_engine == nullptr) return -1;
+  const Engine* e = g_engine.load(std::memory_order_acquire);
+  if (e == nullptr) return -1;
   std::string text;
-  g_engine->info_text(text);
+  e->info_text(text);
   rte_tel_data_start_dict(d);
   // info_text lines are `key value`; numeric values become u64, others strings.
   std::size_t pos = 0;
@@ -92,8 +96,9 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
 }  // namespace
 
 Engine::~Engine() {
+  const Engine* self = this;
+  g_engine.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
   stop();
-  if (g_engine == this) g_engine = nullptr;
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
   rte_free(stats_);
@@ -182,6 +187,7 @@ bool Engine::start(std::string* err) {
     workers_.push_back(std::move(wk));
   }
   started_ = std::chrono::steady_clock::now();
+  running_ = true;  // so stop() waits for any worker launched before a failure
   for (w = 0; w < opts_.workers; ++w) {
     if (rte_eal_remote_launch(&Worker::main, workers_[w].get(), lcores[w]) != 0) {
       *err = "cannot launch worker on lcore " + std::to_string(lcores[w]);
@@ -189,17 +195,20 @@ bool Engine::start(std::string* err) {
       return false;
     }
   }
-  running_ = true;
   publish_rule_count();
   return true;
 }
 
 int Engine::control_tick() {
   const auto next = blocklist_->ms_to_next_expiry();
-  if (next && *next == 0) blocklist_->expire_due();
+  std::size_t expired = 0;
+  if (next && *next == 0) expired = blocklist_->expire_due();
   blocklist_->maybe_snapshot();
   publish_rule_count();
   const auto again = blocklist_->ms_to_next_expiry();
+  // Due rules that could not be expired (the journal failed): retry at the
+  // normal pace instead of spinning.
+  if (again && *again == 0 && expired == 0) return 50;
   return again ? static_cast<int>(std::min<int64_t>(*again, 50)) : 50;
 }
 
@@ -258,7 +267,7 @@ void Engine::info_text(std::string& out) const {
 }
 
 void Engine::register_telemetry() {
-  g_engine = this;
+  g_engine.store(this, std::memory_order_release);
   rte_telemetry_register_cmd("/cuckoogate/stats", tel_stats,
                              "Gateway packet counters (totals). No parameters.");
   rte_telemetry_register_cmd("/cuckoogate/info", tel_info,

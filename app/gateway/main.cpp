@@ -63,7 +63,11 @@ int main(int argc, char** argv) {
   rep->add_flag("--quiet", po.quiet, "No summary on stdout");
   rep->add_option("eal", po.eal_extra, "Extra EAL options, after --");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help/--version: 0; bad usage: 2
+  }
 
   if (run->parsed()) {
     if (run_verify && run_no_verify) {

@@ -153,6 +153,7 @@ int replay(const ReplayOptions& o) {
   };
   if (o.workers == 0 || o.workers > 64) return fail(2, "--workers must be between 1 and 64");
   if (o.loop == 0) return fail(2, "--loop must be at least 1");
+  if (o.pps != 0 && o.pps < o.workers) return fail(2, "--pps must be at least --workers (each worker paces its share)");
 
   std::vector<Rule> rules;
   if (!read_rule_files(o.rules, rules, &err)) return fail(2, err);
@@ -266,16 +267,34 @@ int replay(const ReplayOptions& o) {
             rc = fail(1, err);
           } else {
             // Control loop: serve the socket until every input packet is handled.
+            // A device that loses input (net_pcap drops a frame it cannot fit
+            // in an mbuf) would leave rx short forever: no progress for 10 s
+            // ends the replay with an error instead of hanging.
+            uint64_t last_rx = 0;
+            auto last_progress = std::chrono::steady_clock::now();
+            bool stalled = false;
             while (engine.totals().rx < expected && !g_interrupted.load(std::memory_order_relaxed)) {
               if (server) {
                 server->poll_once(std::min(2, engine.control_tick()));
               } else {
                 std::this_thread::sleep_for(std::chrono::microseconds(500));
               }
+              const uint64_t rx = engine.totals().rx;
+              const auto now = std::chrono::steady_clock::now();
+              if (rx != last_rx) {
+                last_rx = rx;
+                last_progress = now;
+              } else if (now - last_progress > std::chrono::seconds(10)) {
+                stalled = true;
+                break;
+              }
             }
+            if (stalled)
+              rc = fail(1, "input stalled: " + std::to_string(last_rx) + " of " + std::to_string(expected) +
+                               " packets arrived (frames larger than an mbuf?)");
             const double secs = engine.seconds();
             engine.stop();
-            if (g_interrupted.load(std::memory_order_relaxed)) rc = fail(130, "interrupted");
+            if (rc == 0 && g_interrupted.load(std::memory_order_relaxed)) rc = fail(130, "interrupted");
             server.reset();
             for (uint16_t p : {in_port, pass_port}) close_port(p);
             if (!drop_q.empty()) close_port(drop_port);

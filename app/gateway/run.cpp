@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -29,7 +30,9 @@ extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relax
 
 bool resolve_port(const std::string& ref, uint16_t* port) {
   if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos) {
-    const unsigned long v = std::stoul(ref);
+    unsigned long v = 0;
+    const auto [end, ec] = std::from_chars(ref.data(), ref.data() + ref.size(), v);
+    if (ec != std::errc() || end != ref.data() + ref.size()) return false;
     if (v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(static_cast<uint16_t>(v))) return false;
     *port = static_cast<uint16_t>(v);
     return true;

@@ -81,7 +81,8 @@ TEST_F(Ctl, BadInputGetsOneLineErrorAndNonZeroExit) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
   r = run({GatewayEnv::ctl(), "frobnicate"}, GatewayEnv::dir());
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2);  // bad usage
+  EXPECT_EQ(ctl({"add", "--ttl", "0", "src 192.0.2.1"}).status, 2);
   r = run({GatewayEnv::ctl(), "--help"}, GatewayEnv::dir());
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("load"), std::string::npos);
@@ -170,6 +171,16 @@ TEST_F(Ctl, BulkLoadOf100kRulesThenFlush) {
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("flushed 100000"), std::string::npos) << r.out;
   EXPECT_EQ(ctl({"check", "src 10.1.134.159"}).status, 1);
+}
+
+TEST_F(Ctl, LoadRefusesALineThatWouldEndTheStream) {
+  // " ." would end the server's load stream early and run the rest as commands.
+  const std::string file = GatewayEnv::dir() + "/dot.rules";
+  std::ofstream(file) << "src 192.0.2.60\n \t.\nflush\n";
+  Result r = ctl({"load", file});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("dot.rules:2"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "src 192.0.2.60"}).status, 1);
 }
 
 TEST_F(Ctl, LoadWithABadLineAppliesNothing) {

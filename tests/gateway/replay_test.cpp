@@ -291,6 +291,10 @@ TEST_F(Replay, UsageErrorsAreReportedNotCrashed) {
                  GatewayEnv::dir());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("nonexistent"), std::string::npos) << r.err;
+  r = run({GatewayEnv::gateway(), "replay", "--workers", "0", "--rules", "/dev/null", "--in",
+           "/dev/null", "--out", path("z.pcap")},
+          GatewayEnv::dir());
+  EXPECT_EQ(r.status, 2);  // bad usage
   r = run({GatewayEnv::gateway(), "replay", "--help"}, GatewayEnv::dir());
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("--stats-json"), std::string::npos);
