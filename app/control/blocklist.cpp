@@ -186,17 +186,20 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   BatchResult res;
   std::vector<const Rule*> fresh;
   std::vector<std::string> orders, texts;
-  std::unordered_set<std::string> seen;
+  // Views into `orders`, which is reserved up front and so never reallocates.
+  std::unordered_set<std::string_view> seen;
   fresh.reserve(rules.size());
   orders.reserve(rules.size());
+  seen.reserve(rules.size());
   for (const Rule& r : rules) {
-    std::string order = rule_order_key(r);
+    orders.push_back(rule_order_key(r));
+    const std::string& order = orders.back();
     if (store_->contains(order) || !seen.insert(order).second) {
+      orders.pop_back();
       ++res.existed;
       continue;
     }
     fresh.push_back(&r);
-    orders.push_back(std::move(order));
   }
   auto rollback = [&](std::size_t upto) {
     for (std::size_t i = 0; i < upto; ++i) remove_lookup(*fresh[i]);
