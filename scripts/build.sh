@@ -2,6 +2,7 @@
 # Configure (once) and build one of the project's build directories.
 #   scripts/build.sh build        release build: gateway, tests, benchmarks
 #   scripts/build.sh build-tsan   ThreadSanitizer build of the DPDK-free libraries and their tests
+#   scripts/build.sh build-asan   ASan/UBSan build of everything, for the DPDK gateway's tests
 #   scripts/build.sh build-fuzz   clang + ASan/UBSan build with the libFuzzer targets
 # Incremental: an existing build directory is reused, only changed files rebuild.
 # With CI=true, warnings are errors.
@@ -20,10 +21,11 @@ case "$dir" in
   # and docs/store.md.
   build-tsan) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Dgateway=false -Dbench=false
                      -Dcpp_args=-Wno-tsan) ;;
+  build-asan) opts+=(-Dbuildtype=debug -Db_sanitize=address,undefined -Dbench=false) ;;
   build-fuzz) opts+=(-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
                      -Dgateway=false -Dbench=false -Dfuzz=true)
               export CC=clang CXX=clang++ ;;
-  *) echo "build.sh: unknown build directory '$dir' (build, build-tsan, build-fuzz)" >&2; exit 2 ;;
+  *) echo "build.sh: unknown build directory '$dir' (build, build-tsan, build-asan, build-fuzz)" >&2; exit 2 ;;
 esac
 
 if [ ! -f "$dir/build.ninja" ]; then
