@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace cg {
@@ -86,7 +87,13 @@ ControlServer::~ControlServer() {
 void ControlServer::accept_clients() {
   for (;;) {
     const int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0) return;  // EAGAIN: no more pending
+    if (c < 0) {
+      // Out of descriptors: the connection stays queued and the listening
+      // socket stays readable; stop polling it for a while instead of spinning.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      return;  // EAGAIN: no more pending
+    }
     if (clients_.size() >= kMaxClients) {
       static constexpr char kBusy[] = "ERR 503 too many control clients\n";
       [[maybe_unused]] ssize_t w = ::send(c, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL);
@@ -160,7 +167,8 @@ bool ControlServer::flush_client(Client& c) {
 void ControlServer::poll_once(int timeout_ms) {
   std::vector<pollfd> fds;
   fds.reserve(clients_.size() + 1);
-  fds.push_back({fd_, POLLIN, 0});
+  const bool accepting = std::chrono::steady_clock::now() >= accept_paused_until_;
+  fds.push_back({fd_, static_cast<short>(accepting ? POLLIN : 0), 0});
   for (auto& c : clients_) {
     short ev = 0;
     if (!c->eof && !c->session.closing && c->out.size() - c->out_off <= kOutHighWater) ev |= POLLIN;

@@ -6,6 +6,7 @@
 // listening) is replaced; a live one (another gateway answers) is an error.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ class ControlServer {
   int fd_ = -1;
   CommandHandler& h_;
   std::vector<std::unique_ptr<Client>> clients_;
+  std::chrono::steady_clock::time_point accept_paused_until_{};  // after EMFILE and the like
 };
 
 }  // namespace cg
