@@ -2,6 +2,7 @@
 //
 //   cuckoogate run    [--config FILE] [--ctl PATH] [--state-dir DIR] [--rules FILE]... [-- EAL options]
 //   cuckoogate replay --rules FILE --in IN.pcap --out PASS.pcap [--drop DROP.pcap] [...]
+//   cuckoogate [EAL options] -- run|replay [...]       (DPDK's convention, also accepted)
 //
 // Only this file exits; everything below returns status values.
 #include <CLI/CLI.hpp>
@@ -13,7 +14,38 @@
 #include "gateway/replay.hpp"
 #include "gateway/run.hpp"
 
+namespace {
+
+// DPDK's own convention, `cuckoogate [EAL options] -- run|replay [options]`, is
+// accepted besides `cuckoogate run|replay [options] [-- EAL options]`: options
+// before a `--` that precedes the command are EAL options.
+std::vector<std::string> split_leading_eal(int& argc, char**& argv, std::vector<char*>& rest) {
+  std::vector<std::string> eal;
+  if (argc < 3 || argv[1][0] != '-') return eal;
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--version") return eal;
+  int dashdash = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      dashdash = i;
+      break;
+    }
+  }
+  if (dashdash < 0) return eal;
+  for (int i = 1; i < dashdash; ++i) eal.emplace_back(argv[i]);
+  rest.assign(argv, argv + 1);
+  rest.insert(rest.end(), argv + dashdash + 1, argv + argc);
+  rest.push_back(nullptr);
+  argc = static_cast<int>(rest.size()) - 1;
+  argv = rest.data();
+  return eal;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::vector<char*> rest;
+  const std::vector<std::string> leading_eal = split_leading_eal(argc, argv, rest);
   CLI::App app{"cuckoogate " CUCKOOGATE_VERSION
                " - DPDK blocklist gateway: lock-free cuckoo filter, exact confirmation, runtime rules"};
   app.require_subcommand(1);
@@ -76,6 +108,7 @@ int main(int argc, char** argv) {
     }
     if (run_verify || run_no_verify) ro.verify = run_verify;
     if (run_workers != 0) ro.workers = run_workers;
+    ro.eal.insert(ro.eal.begin(), leading_eal.begin(), leading_eal.end());
     return cg::run_gateway(ro);
   }
   if (rep_verify && rep_no_verify) {
@@ -84,5 +117,6 @@ int main(int argc, char** argv) {
   }
   po.verify = !rep_no_verify;
   po.drop_malformed = malformed == "drop";
+  po.eal_extra.insert(po.eal_extra.begin(), leading_eal.begin(), leading_eal.end());
   return cg::replay(po);
 }

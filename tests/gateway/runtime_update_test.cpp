@@ -154,6 +154,21 @@ TEST(RuntimeUpdate, SeveralClientsAtOnceEachGetTheirOwnAnswersInOrder) {
   EXPECT_EQ(gw.wait(30s), 130);
 }
 
+// DPDK's convention, EAL options first: cuckoogate [EAL options] -- run ...
+TEST(Run, AcceptsEalOptionsBeforeTheCommand) {
+  const std::string sock = GatewayEnv::dir() + "/ealfirst.sock";
+  Process gw({GatewayEnv::gateway(), "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
+              "--vdev=net_null0", "--vdev=net_null1", "--log-level=lib.eal:error", "--", "run",
+              "--ctl", sock},
+             GatewayEnv::dir() + "/ealfirst.out", GatewayEnv::dir() + "/ealfirst.err");
+  ASSERT_TRUE(wait_for_socket(sock, 30s)) << gw.err();
+  CtlClient c(sock);
+  EXPECT_EQ(c.ask("ping"), "OK pong");
+  gw.signal(SIGTERM);
+  EXPECT_EQ(gw.wait(30s), 0) << gw.err();
+  EXPECT_NE(gw.out().find("1 port pairs"), std::string::npos) << gw.out();
+}
+
 TEST(ControlSocket, AStaleSocketFileIsReplacedAndAnythingElseIsLeftAlone) {
   const std::string dir = GatewayEnv::dir();
   write_pcap(dir + "/st-in.pcap", {Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()});
