@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -108,8 +109,30 @@ void Blocklist::count_kind(RuleKind k, int delta) {
   if (want != m) kind_mask_.store(want, std::memory_order_release);
 }
 
+uint32_t Blocklist::take_slot() {
+  uint32_t s;
+  if (!free_slots_.empty()) {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    s = next_slot_++;
+  }
+  if (base_.size() <= s) base_.resize(std::max<std::size_t>(s + 1, base_.size() * 2), 0);
+  base_[s] = hit_reader_ ? hit_reader_(s) : 0;
+  return s;
+}
+
+uint64_t Blocklist::hits(const Rule& r) const {
+  if (!hit_reader_) return 0;
+  const int64_t s = exact_->slot_of(keys_of(r).key);
+  if (s < 0) return 0;
+  const auto slot = static_cast<uint32_t>(s);
+  return hit_reader_(slot) - (slot < base_.size() ? base_[slot] : 0);
+}
+
 bool Blocklist::insert_lookup(const Rule& r) {
   const Keys k = keys_of(r);
+  if (next_slot_ >= capacity_ && free_slots_.empty()) return false;
   count_kind(r.kind, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
@@ -117,7 +140,9 @@ bool Blocklist::insert_lookup(const Rule& r) {
     count_kind(r.kind, -1);
     return false;
   }
-  if (exact_->add(k.key, r.kind) != 0) {
+  const uint32_t slot = take_slot();
+  if (exact_->add(k.key, r.kind, slot) != 0) {
+    release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
     count_kind(r.kind, -1);
     return false;
@@ -129,7 +154,9 @@ void Blocklist::remove_lookup(const Rule& r) {
   const Keys k = keys_of(r);
   // Exact set first, so no worker confirms a hit for a rule whose
   // fingerprint is already gone (harmless either way: both say "not blocked").
+  const int64_t slot = exact_->slot_of(k.key);
   exact_->del(k.key);
+  if (slot >= 0) release_slot(static_cast<uint32_t>(slot));
   filter_->erase(k.hash);
   count_kind(r.kind, -1);
 }

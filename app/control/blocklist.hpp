@@ -92,6 +92,12 @@ class Blocklist {
   bool durable() const noexcept { return store_->durable(); }
   const std::string& last_error() const noexcept { return last_error_; }
 
+  // Per-rule hit counters (confirmed drops; counted only with verify on). The
+  // counters live per worker; `reader(slot)` sums them. Slots are < capacity().
+  void set_hit_reader(std::function<uint64_t(uint32_t slot)> reader) { hit_reader_ = std::move(reader); }
+  // Confirmed hits of a present rule since it was added (0 if absent).
+  uint64_t hits(const Rule& r) const;
+
  private:
   struct Keys { uint64_t hash; Key128 key; };
   static Keys keys_of(const Rule& r);
@@ -100,6 +106,8 @@ class Blocklist {
   void remove_lookup(const Rule& r);        // the reverse
   void remove_text(const std::string& text);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
+  uint32_t take_slot();
+  void release_slot(uint32_t slot) { free_slots_.push_back(slot); }
 
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
@@ -109,6 +117,13 @@ class Blocklist {
   std::atomic<uint32_t> kind_mask_{0};
   std::string last_error_;
   int lock_fd_ = -1;  // flock on the state directory: one gateway per directory
+  // Hit-counter slots: one per present rule. A freed slot may still be bumped by
+  // a burst that confirmed a hit just before the delete, so a reused slot can
+  // inherit at most that burst's count; base_ subtracts what it held before.
+  std::vector<uint32_t> free_slots_;
+  uint32_t next_slot_ = 0;
+  std::vector<uint64_t> base_;
+  std::function<uint64_t(uint32_t)> hit_reader_;
 };
 
 }  // namespace cg

@@ -42,7 +42,7 @@ std::optional<Rule> rule_arg(std::string_view arg, std::string& out) {
 }
 
 constexpr std::string_view kHelp =
-    "add RULE [ttl=SECONDS]|del RULE|check RULE|load (rules, then '.')|list [KIND] [PREFIX]|stats|info|flush|ping|quit";
+    "add RULE [ttl=SECONDS]|del RULE|check RULE|load (rules, then '.')|list [KIND] [PREFIX]|hits [KIND] [PREFIX]|stats|info|flush|ping|quit";
 
 }  // namespace
 
@@ -174,6 +174,25 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       body += format_rule(r);
       if (ttl_left_ms > 0) body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
       body += '\n';
+      ++n;
+    });
+    out += "OK " + std::to_string(n) + "\n" + body + ".\n";
+  } else if (cmd == "hits") {
+    // `hits [KIND] [PREFIX]`: like list, each rule followed by hits=N.
+    auto [kind_word, prefix] = split_word(arg);
+    std::optional<RuleKind> kind;
+    if (!kind_word.empty()) {
+      kind = kind_from_name(kind_word);
+      if (!kind) {
+        err(out, 400, "unknown rule kind '" + std::string(kind_word) +
+                          "' (flow, src, dst, ip, service, url, host)");
+        return;
+      }
+    }
+    std::string body;
+    std::size_t n = 0;
+    b_.for_each(kind, prefix, [&](const Rule& r, int64_t) {
+      body += format_rule(r) + " hits=" + std::to_string(b_.hits(r)) + "\n";
       ++n;
     });
     out += "OK " + std::to_string(n) + "\n" + body + ".\n";

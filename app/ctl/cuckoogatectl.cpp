@@ -249,6 +249,9 @@ int main(int argc, char** argv) {
   load->add_option("file", load_file, "Rule file or -")->required();
   auto* list = app.add_subcommand("list", "List rules in order: list [KIND] [PREFIX]");
   list->add_option("args", list_args, "KIND (flow, src, dst, ip, service, url, host) and PREFIX");
+  std::vector<std::string> hits_args;
+  auto* hits = app.add_subcommand("hits", "Rules with their confirmed-hit counts: hits [KIND] [PREFIX]");
+  hits->add_option("args", hits_args, "KIND and PREFIX, as for list");
   auto* stats = app.add_subcommand("stats", "Packet counters, totals and per worker");
   stats->add_flag("--json", stats_json, "Print JSON");
   auto* info = app.add_subcommand("info", "Filter capacity, load, fingerprint bits, memory");
@@ -283,6 +286,11 @@ int main(int argc, char** argv) {
   if (list->parsed()) {
     std::string req = "list";
     for (const auto& a : list_args) req += " " + a;
+    return cmd_multi(c, req, false);
+  }
+  if (hits->parsed()) {
+    std::string req = "hits";
+    for (const auto& a : hits_args) req += " " + a;
     return cmd_multi(c, req, false);
   }
   if (stats->parsed()) return cmd_multi(c, "stats", stats_json);

@@ -43,10 +43,16 @@ std::unique_ptr<ExactSet> ExactSet::create(const std::string& name, uint32_t cap
 
 ExactSet::~ExactSet() { rte_hash_free(h_); }
 
-int ExactSet::add(const Key128& k, RuleKind kind) noexcept {
-  void* data = reinterpret_cast<void*>(static_cast<uintptr_t>(kind));
+int ExactSet::add(const Key128& k, RuleKind kind, uint32_t slot) noexcept {
+  void* data = reinterpret_cast<void*>((static_cast<uintptr_t>(slot) << 8) | static_cast<uintptr_t>(kind));
   const int rc = rte_hash_add_key_with_hash_data(h_, &k, sig(k), data);
   return rc == 0 ? 0 : (rc == -ENOSPC ? -ENOSPC : rc);
+}
+
+int64_t ExactSet::slot_of(const Key128& k) const noexcept {
+  void* data = nullptr;
+  if (rte_hash_lookup_with_hash_data(h_, &k, sig(k), &data) < 0) return -1;
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(data) >> 8);
 }
 
 bool ExactSet::del(const Key128& k) noexcept {

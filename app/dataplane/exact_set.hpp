@@ -2,7 +2,7 @@
 //
 // Keyed by the 128-bit XXH3 hash of a key's canonical encoding (collision
 // probability for n rules ~ n^2 / 2^129: for 10^7 rules below 10^-24), value =
-// the rule's kind. Built on DPDK rte_hash in lock-free reader mode
+// the rule's kind and its hit-counter slot (published with the key). Built on DPDK rte_hash in lock-free reader mode
 // (RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF): lookups never block and never
 // write; freed key slots are recycled only after every worker has reported a
 // quiescent state on the shared rte_rcu_qsbr variable.
@@ -32,16 +32,20 @@ class ExactSet {
   ExactSet(const ExactSet&) = delete;
   ExactSet& operator=(const ExactSet&) = delete;
 
-  // Data path. True (and *kind set) if the key is in the set.
-  bool contains(const Key128& k, RuleKind* kind) const noexcept {
+  // Data path. True (and *kind, *slot set) if the key is in the set.
+  bool contains(const Key128& k, RuleKind* kind, uint32_t* slot) const noexcept {
     void* data = nullptr;
     const int rc = rte_hash_lookup_with_hash_data(h_, &k, sig(k), &data);
     if (rc < 0) return false;
-    *kind = static_cast<RuleKind>(reinterpret_cast<uintptr_t>(data));
+    const auto v = reinterpret_cast<uintptr_t>(data);
+    *kind = static_cast<RuleKind>(v & 0xff);
+    *slot = static_cast<uint32_t>(v >> 8);
     return true;
   }
   // Writer side. add: 0 on success (also when present), -ENOSPC when full.
-  int add(const Key128& k, RuleKind kind) noexcept;
+  int add(const Key128& k, RuleKind kind, uint32_t slot) noexcept;
+  // The hit-counter slot of a present key, or -1.
+  int64_t slot_of(const Key128& k) const noexcept;
   // del: true if the key was present.
   bool del(const Key128& k) noexcept;
   uint32_t capacity() const noexcept { return capacity_; }

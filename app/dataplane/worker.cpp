@@ -82,7 +82,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf*
       RuleKind kind = key.kind;
       if (cfg_.verify) {
         const Key128 k128 = key_hash128(pk.key_bytes(s.slot[j]), key.len);
-        if (!exact.contains(k128, &kind)) continue;  // a filter false positive: no drop
+        uint32_t rule = 0;
+        if (!exact.contains(k128, &kind, &rule)) continue;  // a filter false positive: no drop
+        bump(cfg_.rule_hits[rule]);  // single writer: this worker's own array
       }
       ++confirmed;
       uint8_t& v = verdict[s.owner[j]];

@@ -44,6 +44,7 @@ struct WorkerConfig {
   rte_rcu_qsbr* qsv = nullptr;
   const std::atomic<bool>* stop = nullptr;
   WorkerStats* stats = nullptr;
+  std::atomic<uint64_t>* rule_hits = nullptr;  // this worker's per-rule counters, by slot
 };
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)

@@ -101,6 +101,7 @@ Engine::~Engine() {
   stop();
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
+  for (auto* arr : rule_hits_) rte_free(arr);
   rte_free(stats_);
   rte_free(qsv_);
 }
@@ -150,6 +151,24 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   }
   stats_ = static_cast<WorkerStats*>(mem);
   for (unsigned w = 0; w < o.workers; ++w) new (&stats_[w]) WorkerStats();
+  // Per-rule hit counters: one array per worker (single writer each), summed
+  // on read by the control side.
+  for (unsigned w = 0; w < o.workers; ++w) {
+    void* h = rte_zmalloc_socket("cg_rule_hits", sizeof(std::atomic<uint64_t>) * o.capacity,
+                                 RTE_CACHE_LINE_SIZE, socket);
+    if (h == nullptr) {
+      *err = "cannot allocate per-rule hit counters (raise EAL memory with -m)";
+      return false;
+    }
+    auto* arr = static_cast<std::atomic<uint64_t>*>(h);
+    for (std::size_t i = 0; i < o.capacity; ++i) new (&arr[i]) std::atomic<uint64_t>(0);
+    rule_hits_.push_back(arr);
+  }
+  blocklist_->set_hit_reader([this](uint32_t slot) {
+    uint64_t sum = 0;
+    for (auto* arr : rule_hits_) sum += arr[slot].load(std::memory_order_relaxed);
+    return sum;
+  });
   links_.assign(o.workers, {});
   return true;
 }
@@ -179,6 +198,7 @@ bool Engine::start(std::string* err) {
     c.qsv = qsv_;
     c.stop = &stop_;
     c.stats = &stats_[w];
+    c.rule_hits = rule_hits_[w];
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
       *err = "cannot allocate worker scratch memory";

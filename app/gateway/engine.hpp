@@ -72,6 +72,7 @@ class Engine {
   std::vector<std::vector<QueueLink>> links_;
   std::vector<std::unique_ptr<Worker>> workers_;
   WorkerStats* stats_ = nullptr;  // workers' blocks, rte_zmalloc'ed (cache aligned)
+  std::vector<std::atomic<uint64_t>*> rule_hits_;  // per worker: one counter per rule slot
   int drop_port_ = -1;
   std::atomic<bool> stop_{false};
   bool running_ = false;

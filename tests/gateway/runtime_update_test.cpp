@@ -71,6 +71,14 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   EXPECT_EQ(c.ask("add src 192.0.2.99"), "OK added");
   ASSERT_TRUE(wait_stats(c, [](auto s) { return s["dropped_by_kind.src"] > 50; }));
   EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK present");
+  // Per-rule hit counters: the new rule has its drops, the untouched one none.
+  {
+    const auto h = c.ask_multi("hits src");
+    ASSERT_EQ(h.size(), 2u);
+    EXPECT_EQ(h[0].rfind("src 192.0.2.99 hits=", 0), 0u) << h[0];
+    EXPECT_GE(std::stoull(h[0].substr(h[0].find("hits=") + 5)), 50u) << h[0];
+    EXPECT_EQ(h[1], "src 198.51.100.200 hits=0");
+  }
 
   // Bad commands: an error each, nothing changes, the connection stays usable.
   const auto before = c.ask_multi("list");
@@ -90,6 +98,13 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   const auto s2 = stats(c);
   EXPECT_EQ(s2.at("dropped_by_kind.src"), s1.at("dropped_by_kind.src"));
   EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK absent");
+  // Re-added, the rule's counter starts again from zero (its slot was freed).
+  EXPECT_EQ(c.ask("add src 192.0.2.77"), "OK added");
+  {
+    const auto h = c.ask_multi("hits src 192.0.2.77");
+    ASSERT_EQ(h.size(), 1u);
+    EXPECT_EQ(h[0], "src 192.0.2.77 hits=0");
+  }
 
   // The first rule of a kind that had none (flow) takes effect too.
   EXPECT_EQ(c.ask("add flow udp 10.1.1.2:4001 10.1.1.1:53"), "OK added");
