@@ -153,7 +153,9 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     s.load_line = 0;
     s.load_error.clear();
     s.load_rules.clear();
-  } else if (cmd == "list") {
+  } else if (cmd == "list" || cmd == "hits") {
+    // `list|hits [KIND] [PREFIX]`: rules in listing order; `list` shows the
+    // remaining ttl, `hits` each rule's confirmed-hit count.
     auto [kind_word, prefix] = split_word(arg);
     std::optional<RuleKind> kind;
     if (!kind_word.empty()) {
@@ -165,34 +167,20 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       }
     }
     if (prefix.find_first_of(" \t") != std::string_view::npos) {
-      err(out, 400, "list takes at most a kind and a prefix");
+      err(out, 400, std::string(cmd) + " takes at most a kind and a prefix");
       return;
     }
+    const bool with_hits = cmd == "hits";
     std::string body;
     std::size_t n = 0;
     b_.for_each(kind, prefix, [&](const Rule& r, int64_t ttl_left_ms) {
       body += format_rule(r);
-      if (ttl_left_ms > 0) body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
-      body += '\n';
-      ++n;
-    });
-    out += "OK " + std::to_string(n) + "\n" + body + ".\n";
-  } else if (cmd == "hits") {
-    // `hits [KIND] [PREFIX]`: like list, each rule followed by hits=N.
-    auto [kind_word, prefix] = split_word(arg);
-    std::optional<RuleKind> kind;
-    if (!kind_word.empty()) {
-      kind = kind_from_name(kind_word);
-      if (!kind) {
-        err(out, 400, "unknown rule kind '" + std::string(kind_word) +
-                          "' (flow, src, dst, ip, service, url, host)");
-        return;
+      if (with_hits) {
+        body += " hits=" + std::to_string(b_.hits(r));
+      } else if (ttl_left_ms > 0) {
+        body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
       }
-    }
-    std::string body;
-    std::size_t n = 0;
-    b_.for_each(kind, prefix, [&](const Rule& r, int64_t) {
-      body += format_rule(r) + " hits=" + std::to_string(b_.hits(r)) + "\n";
+      body += '\n';
       ++n;
     });
     out += "OK " + std::to_string(n) + "\n" + body + ".\n";

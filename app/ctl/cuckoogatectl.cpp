@@ -101,6 +101,24 @@ std::string err_text(const std::string& first) {
   return sp == std::string::npos ? first : first.substr(sp + 1);
 }
 
+// Sends one request and reads its response. An ERR answer is reported on
+// stderr (prefixed by `what`, if any) and gives nullopt.
+std::optional<Connection::Response> request(Connection& c, const std::string& req, bool multi,
+                                            const std::string& what = "") {
+  c.send(req + "\n");
+  Connection::Response resp = c.read_response(multi);
+  if (resp.ok()) return resp;
+  std::fprintf(stderr, "cuckoogatectl: %s%s\n", what.empty() ? "" : (what + ": ").c_str(),
+               err_text(resp.first).c_str());
+  return std::nullopt;
+}
+
+// "head w1 w2 ...": a request line from command-line words.
+std::string join(std::string head, const std::vector<std::string>& words) {
+  for (const auto& w : words) head += (head.empty() ? "" : " ") + w;
+  return head;
+}
+
 // Rules on the command line: each argument is a whole rule when every
 // argument holds a blank ("src 1.2.3.4" "host a.org"); otherwise all the
 // arguments together are one rule (add src 1.2.3.4).
@@ -198,29 +216,21 @@ int cmd_load(Connection& c, const std::string& file) {
       }
     }
   }
-  chunk += ".\n";
-  c.send(chunk);
+  chunk += '.';  // ends the stream; request() adds the newline
   if (tty) std::fprintf(stderr, "\rloading: sent %zu lines, waiting for the gateway...\n", lines);
-  const auto resp = c.read_response(false);
-  if (!resp.ok()) {
-    std::fprintf(stderr, "cuckoogatectl: load: %s\n", err_text(resp.first).c_str());
-    return 2;
-  }
-  std::printf("%s\n", resp.first.substr(3).c_str());
+  const auto resp = request(c, chunk, false, "load");
+  if (!resp) return 2;
+  std::printf("%s\n", resp->first.substr(3).c_str());
   return 0;
 }
 
 int cmd_multi(Connection& c, const std::string& req, bool json) {
-  c.send(req + "\n");
-  const auto resp = c.read_response(true);
-  if (!resp.ok()) {
-    std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
-    return 2;
-  }
+  const auto resp = request(c, req, true);
+  if (!resp) return 2;
   if (json) {
-    std::printf("%s\n", lines_to_json(resp.body).dump(2).c_str());
+    std::printf("%s\n", lines_to_json(resp->body).dump(2).c_str());
   } else {
-    for (const auto& l : resp.body) std::printf("%s\n", l.c_str());
+    for (const auto& l : resp->body) std::printf("%s\n", l.c_str());
   }
   return 0;
 }
@@ -270,46 +280,28 @@ int main(int argc, char** argv) {
   if (add->parsed()) return cmd_rules(c, "add", add_args, ttl ? " ttl=" + std::to_string(ttl) : "");
   if (del->parsed()) return cmd_rules(c, "del", del_args);
   if (check->parsed()) {
-    std::string rule;
-    for (const auto& a : check_args) rule += (rule.empty() ? "" : " ") + a;
-    c.send("check " + rule + "\n");
-    const auto resp = c.read_response(false);
-    if (!resp.ok()) {
-      std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
-      return 2;
-    }
-    const bool present = resp.first == "OK present";
+    const auto resp = request(c, join("check", check_args), false);
+    if (!resp) return 2;
+    const bool present = resp->first == "OK present";
     std::printf("%s\n", present ? "present" : "absent");
     return present ? 0 : 1;
   }
   if (load->parsed()) return cmd_load(c, load_file);
-  if (list->parsed()) {
-    std::string req = "list";
-    for (const auto& a : list_args) req += " " + a;
-    return cmd_multi(c, req, false);
-  }
-  if (hits->parsed()) {
-    std::string req = "hits";
-    for (const auto& a : hits_args) req += " " + a;
-    return cmd_multi(c, req, false);
-  }
+  if (list->parsed()) return cmd_multi(c, join("list", list_args), false);
+  if (hits->parsed()) return cmd_multi(c, join("hits", hits_args), false);
   if (stats->parsed()) return cmd_multi(c, "stats", stats_json);
   if (info->parsed()) return cmd_multi(c, "info", info_json);
   if (flush->parsed()) {
-    c.send("flush\n");
-    const auto resp = c.read_response(false);
-    if (!resp.ok()) {
-      std::fprintf(stderr, "cuckoogatectl: %s\n", err_text(resp.first).c_str());
-      return 2;
-    }
-    std::printf("%s\n", resp.first.substr(3).c_str());
+    const auto resp = request(c, "flush", false);
+    if (!resp) return 2;
+    std::printf("%s\n", resp->first.substr(3).c_str());
     return 0;
   }
   if (ping->parsed()) {
-    c.send("ping\n");
-    const auto resp = c.read_response(false);
-    std::printf("%s\n", resp.first.c_str());
-    return resp.ok() ? 0 : 2;
+    const auto resp = request(c, "ping", false);
+    if (!resp) return 2;
+    std::printf("%s\n", resp->first.c_str());
+    return 0;
   }
   return 2;
 }
