@@ -289,19 +289,19 @@ void Blocklist::maybe_snapshot() {
 }
 
 void Blocklist::for_each(std::optional<RuleKind> kind, std::string_view prefix,
-                         const std::function<void(const Rule&, int64_t)>& f) const {
+                         const std::function<void(std::string_view, int64_t)>& f) const {
   const int64_t now = store_->now();
   auto c = kind ? store_->list_prefix(std::string(1, static_cast<char>(*kind))) : store_->list();
   while (c.next()) {
-    RuleParse p = parse_rule(c.value().text);
-    if (!p.rule) continue;
-    const Rule& r = *p.rule;
+    // The stored text is format_rule's canonical form: no need to parse it.
+    const std::string_view text = c.value().text;
     if (!prefix.empty()) {
-      const std::string_view arg = std::string_view(c.value().text).substr(kind_name(r.kind).size() + 1);
+      const std::size_t sp = text.find(' ');
+      const std::string_view arg = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
       if (arg.substr(0, prefix.size()) != prefix) continue;
     }
     const int64_t exp = c.value().expiry_unix_ms;
-    f(r, exp == 0 ? 0 : (exp > now ? exp - now : 1));
+    f(text, exp == 0 ? 0 : (exp > now ? exp - now : 1));
   }
 }
 

@@ -77,9 +77,10 @@ class Blocklist {
 
   // Rules in listing order (kind, then rule_order_key), optionally one kind
   // and only those whose canonical text after the kind starts with `prefix`.
-  // f gets the rule and its remaining lifetime in ms (0 = no expiry).
+  // f gets the rule's canonical text (as stored) and its remaining lifetime
+  // in ms (0 = no expiry).
   void for_each(std::optional<RuleKind> kind, std::string_view prefix,
-                const std::function<void(const Rule&, int64_t ttl_left_ms)>& f) const;
+                const std::function<void(std::string_view text, int64_t ttl_left_ms)>& f) const;
 
   const GatewayFilter& filter() const noexcept { return *filter_; }
   const ExactSet& exact() const noexcept { return *exact_; }

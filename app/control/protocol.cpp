@@ -173,10 +173,11 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     const bool with_hits = cmd == "hits";
     std::string body;
     std::size_t n = 0;
-    b_.for_each(kind, prefix, [&](const Rule& r, int64_t ttl_left_ms) {
-      body += format_rule(r);
+    b_.for_each(kind, prefix, [&](std::string_view text, int64_t ttl_left_ms) {
+      body += text;
       if (with_hits) {
-        body += " hits=" + std::to_string(b_.hits(r));
+        const RuleParse p = parse_rule(text);  // stored texts always parse
+        body += " hits=" + std::to_string(p.rule ? b_.hits(*p.rule) : 0);
       } else if (ttl_left_ms > 0) {
         body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
       }
