@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace cg {
@@ -168,31 +169,118 @@ void Blocklist::remove_text(const std::string& text) {
 }
 
 Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
-  const std::string order = rule_order_key(r);
-  if (store_->contains(order)) return Result::kExists;
-  if (store_->size() >= capacity_ || !insert_lookup(r)) return Result::kFull;
-  const store::Status st = store_->add(order, format_rule(r), ttl_ms);
-  if (!st.ok()) {
-    // Not durable, so not acknowledged: undone. (Workers may have dropped
-    // matching packets during the failed sync; the answer is still "not added".)
-    remove_lookup(r);
-    last_error_ = st.to_string();
-    return st.code() == store::Errc::exists ? Result::kExists : Result::kIoError;
+  switch (apply({Change{Change::Op::kAdd, r, ttl_ms}}, false)[0]) {
+    case Outcome::kAdded: return Result::kOk;
+    case Outcome::kExists: return Result::kExists;
+    case Outcome::kUpdated: return Result::kUpdated;
+    case Outcome::kFull: return Result::kFull;
+    default: return Result::kIoError;
   }
-  return Result::kOk;
 }
 
 Blocklist::Result Blocklist::del(const Rule& r) {
-  const std::string order = rule_order_key(r);
-  if (!store_->contains(order)) return Result::kAbsent;
-  const store::Status st = store_->del(order);
-  if (st.code() == store::Errc::absent) return Result::kAbsent;
-  if (!st.ok()) {  // the journal refused: the rule stays in effect
-    last_error_ = st.to_string();
-    return Result::kIoError;
+  switch (apply({Change{Change::Op::kDel, r, 0}}, false)[0]) {
+    case Outcome::kDeleted: return Result::kOk;
+    case Outcome::kAbsent: return Result::kAbsent;
+    default: return Result::kIoError;
   }
-  remove_lookup(r);
-  return Result::kOk;
+}
+
+std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& changes, bool atomic) {
+  const std::size_t n = changes.size();
+  std::vector<Outcome> out(n, Outcome::kNotApplied);
+  // Per rule touched by this group: is it logically present after the changes
+  // so far, did this group put it into the lookup structures (undone on
+  // failure), and is its removal from them due once the journal is synced.
+  struct Touch {
+    bool present = false;
+    bool inserted_here = false;
+    bool remove_after_sync = false;
+    const Rule* rule = nullptr;
+  };
+  std::unordered_map<std::string, Touch> touched;
+  std::vector<std::string> orders(n), texts(n);
+  std::vector<store::RuleStore::Change> sc;
+  std::vector<std::size_t> sc_of;  // change index of each store change
+  sc.reserve(n);
+  sc_of.reserve(n);
+  auto undo = [&] {
+    for (auto& [order, t] : touched)
+      if (t.inserted_here) remove_lookup(*t.rule);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const Change& c = changes[i];
+    orders[i] = rule_order_key(c.rule);
+    auto [it, fresh] = touched.try_emplace(orders[i]);
+    Touch& t = it->second;
+    if (fresh) {
+      t.present = store_->contains(orders[i]);
+      t.rule = &c.rule;
+    }
+    Outcome fail = Outcome::kNotApplied;
+    if (c.op == Change::Op::kDel) {
+      if (!t.present) {
+        fail = Outcome::kAbsent;
+      } else {
+        t.present = false;
+        t.remove_after_sync = true;
+      }
+    } else if (!t.present) {
+      if (t.remove_after_sync) {
+        t.remove_after_sync = false;  // deleted earlier in this group: its lookup entry stays
+      } else if (!insert_lookup(c.rule)) {  // also refuses past the capacity (no free slot)
+        fail = Outcome::kFull;
+      } else {
+        t.inserted_here = true;
+      }
+      if (fail == Outcome::kNotApplied) t.present = true;
+    }
+    if (fail != Outcome::kNotApplied) {
+      if (atomic) {
+        undo();
+        out[i] = fail;
+        return out;
+      }
+      out[i] = fail;
+      continue;
+    }
+    texts[i] = c.op == Change::Op::kAdd ? format_rule(c.rule) : std::string();
+    sc.push_back({c.op == Change::Op::kAdd ? store::RuleStore::Change::Op::add
+                                           : store::RuleStore::Change::Op::del,
+                  orders[i], texts[i], c.ttl_ms});
+    sc_of.push_back(i);
+  }
+  std::vector<store::Errc> res;
+  const store::Status st = store_->apply(sc, &res);
+  if (!st.ok()) {
+    // Not durable, so not acknowledged: undone. (Workers may have dropped
+    // matching packets during the failed sync; the answer is still "not added".)
+    undo();
+    last_error_ = st.to_string();
+    for (std::size_t j : sc_of) out[j] = Outcome::kIoError;
+    return out;
+  }
+  for (std::size_t k = 0; k < sc_of.size(); ++k) {
+    const std::size_t i = sc_of[k];
+    const bool add = changes[i].op == Change::Op::kAdd;
+    switch (res[k]) {
+      case store::Errc::ok: out[i] = add ? Outcome::kAdded : Outcome::kDeleted; break;
+      case store::Errc::exists: out[i] = Outcome::kExists; break;
+      case store::Errc::updated: out[i] = Outcome::kUpdated; break;
+      case store::Errc::absent: out[i] = Outcome::kAbsent; break;
+      default: out[i] = Outcome::kFull; break;  // invalid_argument: a record too large to journal
+    }
+  }
+  // A change the store refused (an oversized record) must not stay in the
+  // lookup structures; rules deleted by the group leave them now, after the sync.
+  for (auto& [order, t] : touched) {
+    if (t.inserted_here && !store_->contains(order)) {
+      remove_lookup(*t.rule);
+    } else if (t.remove_after_sync) {
+      remove_lookup(*t.rule);
+    }
+  }
+  return out;
 }
 
 bool Blocklist::contains(const Rule& r) const { return store_->contains(rule_order_key(r)); }
@@ -209,6 +297,20 @@ Blocklist::Result Blocklist::flush(std::size_t* n) {
   return Result::kOk;
 }
 
+Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
+  std::vector<Change> dels;
+  for (auto c = store_->list_prefix(std::string(1, static_cast<char>(kind))); c.next();) {
+    RuleParse p = parse_rule(c.value().text);  // stored texts always parse
+    if (p.rule) dels.push_back({Change::Op::kDel, std::move(*p.rule), 0});
+  }
+  *n = 0;
+  for (const Outcome o : apply(dels, /*atomic=*/true)) {
+    if (o == Outcome::kIoError) return Result::kIoError;
+    if (o == Outcome::kDeleted) ++*n;
+  }
+  return Result::kOk;
+}
+
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   BatchResult res;
   std::vector<const Rule*> fresh;
@@ -218,10 +320,20 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   fresh.reserve(rules.size());
   orders.reserve(rules.size());
   seen.reserve(rules.size());
+  // Present rules that have an expiry: this add makes them permanent (the
+  // latest add defines the lifetime). Their lookup entries stay as they are.
+  std::vector<std::string> refresh;
   for (const Rule& r : rules) {
-    orders.push_back(rule_order_key(r));
-    const std::string& order = orders.back();
-    if (store_->contains(order) || !seen.insert(order).second) {
+    std::string order = rule_order_key(r);
+    if (store_->contains(order)) {
+      // Repeats inside the batch reach the store twice: it reports exists.
+      const auto m = store_->get(order);
+      if (m && m->expiry_unix_ms != 0) refresh.push_back(std::move(order));
+      else ++res.existed;
+      continue;
+    }
+    orders.push_back(std::move(order));
+    if (!seen.insert(orders.back()).second) {
       orders.pop_back();
       ++res.existed;
       continue;
@@ -231,11 +343,11 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   auto rollback = [&](std::size_t upto) {
     for (std::size_t i = 0; i < upto; ++i) remove_lookup(*fresh[i]);
   };
-  if (store_->size() + fresh.size() > capacity_) return {0, 0, Result::kFull};
+  if (store_->size() + fresh.size() > capacity_) return {0, 0, 0, Result::kFull};
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     if (!insert_lookup(*fresh[i])) {
       rollback(i);
-      return {0, 0, Result::kFull};
+      return {0, 0, 0, Result::kFull};
     }
   }
   texts.reserve(fresh.size());
@@ -245,12 +357,13 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
     texts.push_back(format_rule(*fresh[i]));
   }
   for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0});
+  for (const std::string& order : refresh) reqs.push_back({order, {}, 0});
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
   if (!st.ok()) {
     rollback(fresh.size());
     last_error_ = st.to_string();
-    return {0, 0, Result::kIoError};
+    return {0, 0, 0, Result::kIoError};
   }
   // The store may refuse single entries (e.g. an oversized record): those must
   // not stay in the lookup structures either.
@@ -262,6 +375,8 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
       ++res.existed;
     }
   }
+  for (std::size_t i = fresh.size(); i < reqs.size(); ++i)
+    ++(results[i] == store::Errc::updated ? res.updated : res.existed);
   return res;
 }
 

@@ -53,8 +53,10 @@ class Blocklist {
   Blocklist(const Blocklist&) = delete;
   Blocklist& operator=(const Blocklist&) = delete;
 
-  enum class Result { kOk, kExists, kAbsent, kFull, kIoError };
-  // ttl_ms > 0: the rule expires by itself (expire_due removes it).
+  enum class Result { kOk, kExists, kUpdated, kAbsent, kFull, kIoError };
+  // ttl_ms > 0: the rule expires by itself (expire_due removes it). The latest
+  // add defines the lifetime: on a present rule, kUpdated when the expiry was
+  // replaced (a ttl given, or the rule had one), kExists otherwise.
   Result add(const Rule& r, int64_t ttl_ms = 0);
   Result del(const Rule& r);  // kAbsent: not in the blocklist, nothing touched
   bool contains(const Rule& r) const;
@@ -65,8 +67,34 @@ class Blocklist {
   // All or nothing: either every rule not already present is added (one
   // journal sync), or none is (kFull: the filter or the exact set is full;
   // kIoError: the journal could not be written).
-  struct BatchResult { std::size_t added = 0, existed = 0; Result result = Result::kOk; };
+  // A present rule that had an expiry becomes permanent (counted as updated).
+  struct BatchResult { std::size_t added = 0, existed = 0, updated = 0; Result result = Result::kOk; };
   BatchResult add_batch(const std::vector<Rule>& rules);
+
+  // Changes applied together with one journal sync (group commit of
+  // pipelined requests, and atomic multi-rule requests). Each change sees the
+  // effect of the ones before it.
+  struct Change {
+    enum class Op : uint8_t { kAdd, kDel };
+    Op op = Op::kAdd;
+    Rule rule;
+    int64_t ttl_ms = 0;  // add only; 0 = no expiry
+  };
+  enum class Outcome : uint8_t {
+    kAdded, kExists, kUpdated,  // add
+    kDeleted, kAbsent,          // del
+    kFull,                      // add: no room (filter path or capacity)
+    kIoError,                   // the journal could not be written: nothing applied
+    kNotApplied,                // atomic: another change failed, so this one was not made
+  };
+  // atomic=false: each change succeeds or fails alone (kFull, kAbsent).
+  // atomic=true: all or nothing; if a change would be kFull or kAbsent, it
+  // reports that and every other change kNotApplied. Returns the outcomes in
+  // the order of `changes`.
+  std::vector<Outcome> apply(const std::vector<Change>& changes, bool atomic);
+
+  // Removes every rule of one kind (one journal sync); *n gets how many.
+  Result flush_kind(RuleKind kind, std::size_t* n);
 
   // Removes the rules whose expiry has passed; returns how many.
   std::size_t expire_due();

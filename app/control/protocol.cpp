@@ -1,23 +1,7 @@
 #include "control/protocol.hpp"
 
-#include <optional>
-
 namespace cg {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-// Splits "word rest" at the first blank.
-std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
-  s = trim(s);
-  const std::size_t sp = s.find_first_of(" \t");
-  if (sp == std::string_view::npos) return {s, {}};
-  return {s.substr(0, sp), trim(s.substr(sp + 1))};
-}
 
 void err(std::string& out, int code, std::string_view msg) {
   out += "ERR ";
@@ -27,191 +11,287 @@ void err(std::string& out, int code, std::string_view msg) {
   out += '\n';
 }
 
-// Parses the RULE argument of add/del/check; on failure writes the error.
-std::optional<Rule> rule_arg(std::string_view arg, std::string& out) {
-  if (arg.empty()) {
-    err(out, 400, "missing rule");
-    return std::nullopt;
-  }
-  RuleParse p = parse_rule(arg, 1);
-  if (!p.rule) {
-    err(out, 400, "bad rule: " + p.error.message());
-    return std::nullopt;
-  }
-  return p.rule;
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
 }
 
-constexpr std::string_view kHelp =
-    "add RULE [ttl=SECONDS]|del RULE|check RULE|load (rules, then '.')|list [KIND] [PREFIX]|hits [KIND] [PREFIX]|stats|info|flush|ping|quit";
+std::string mib(std::size_t bytes) {
+  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+// Memory a held rule accounts for.
+std::size_t rule_bytes(const Rule& r) { return sizeof(Rule) + r.name.size(); }
+
+int outcome_code(Blocklist::Outcome o) {
+  switch (o) {
+    case Blocklist::Outcome::kAbsent: return 404;
+    case Blocklist::Outcome::kFull: return 507;
+    default: return 500;
+  }
+}
+
+bool failed(Blocklist::Outcome o) {
+  return o == Blocklist::Outcome::kAbsent || o == Blocklist::Outcome::kFull ||
+         o == Blocklist::Outcome::kIoError || o == Blocklist::Outcome::kNotApplied;
+}
+
+std::string_view outcome_word(Blocklist::Outcome o) {
+  switch (o) {
+    case Blocklist::Outcome::kAdded: return "added";
+    case Blocklist::Outcome::kExists: return "exists";
+    case Blocklist::Outcome::kUpdated: return "ttl updated";
+    case Blocklist::Outcome::kDeleted: return "deleted";
+    default: return "";
+  }
+}
 
 }  // namespace
 
+bool CommandHandler::hold(Session& s, std::size_t bytes, std::string& out) {
+  const bool client_limit = s.held_bytes + bytes > limits_.load_bytes_per_client;
+  if (!client_limit && held_total_ + bytes <= limits_.load_bytes_total) {
+    s.held_bytes += bytes;
+    held_total_ += bytes;
+    return true;
+  }
+  const char* what = s.mode == Session::Mode::kBatch ? "batch" : "load";
+  err(out, 413,
+      std::string(what) + " rejected, nothing applied: " +
+          (client_limit ? "larger than the per-client limit of " + mib(limits_.load_bytes_per_client)
+                        : "all clients' pending loads exceed " + mib(limits_.load_bytes_total)) +
+          " (split it); closing the connection");
+  release(s);
+  s.mode = Session::Mode::kCommand;
+  s.closing = true;
+  return false;
+}
+
+void CommandHandler::release(Session& s) {
+  held_total_ -= s.held_bytes;
+  s.held_bytes = 0;
+  s.load_rules.clear();
+  s.load_rules.shrink_to_fit();
+  s.batch.clear();
+  s.batch.shrink_to_fit();
+  s.batch_lines.clear();
+  s.batch_lines.shrink_to_fit();
+}
+
+void CommandHandler::end_session(Session& s) {
+  release(s);
+  s.mode = Session::Mode::kCommand;
+}
+
 void CommandHandler::line_too_long(Session& s, std::string& out) {
-  if (s.loading) {
-    ++s.load_line;
-    if (s.load_error.empty())
-      s.load_error = "line " + std::to_string(s.load_line) + ": longer than " +
-                     std::to_string(kMaxRequestLine) + " bytes";
+  if (s.mode != Session::Mode::kCommand) {
+    ++s.stream_line;
+    if (s.stream_error.empty()) {
+      s.stream_error = "line " + std::to_string(s.stream_line) + ": longer than " +
+                       std::to_string(kMaxRequestLine) + " bytes";
+      release(s);
+    }
     return;
   }
+  commit();
   err(out, 413, "request line longer than " + std::to_string(kMaxRequestLine) + " bytes");
 }
 
-void CommandHandler::load_line(Session& s, std::string_view line, std::string& out) {
+void CommandHandler::finish_load(Session& s, std::string& out) {
+  const Blocklist::BatchResult r = b_.add_batch(s.load_rules);
+  if (r.result == Blocklist::Result::kFull) {
+    err(out, 507, "load rejected, nothing applied: blocklist full (capacity " +
+                      std::to_string(b_.capacity()) + ")");
+  } else if (r.result != Blocklist::Result::kOk) {
+    err(out, 500, "load rejected, nothing applied: the journal could not be written: " + b_.last_error());
+  } else {
+    adds_ += r.added;
+    out += "OK loaded " + std::to_string(s.load_rules.size()) + " added " + std::to_string(r.added) +
+           " existed " + std::to_string(r.existed) + " updated " + std::to_string(r.updated) + "\n";
+  }
+}
+
+void CommandHandler::finish_batch(Session& s, std::string& out) {
+  const std::vector<Blocklist::Outcome> res = b_.apply(s.batch, /*atomic=*/true);
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    if (!failed(res[i]) || res[i] == Blocklist::Outcome::kNotApplied) continue;
+    const std::string rule = format_rule(s.batch[i].rule);
+    std::string why = res[i] == Blocklist::Outcome::kAbsent ? "not in blocklist: " + rule
+                      : res[i] == Blocklist::Outcome::kFull
+                          ? "blocklist full (capacity " + std::to_string(b_.capacity()) + "): " + rule
+                          : "the journal could not be written: " + b_.last_error();
+    err(out, outcome_code(res[i]),
+        "batch rejected, nothing applied: line " + std::to_string(s.batch_lines[i]) + ": " + why);
+    return;
+  }
+  out += "OK " + std::to_string(res.size()) + "\n";
+  for (const Blocklist::Outcome o : res) {
+    adds_ += o == Blocklist::Outcome::kAdded;
+    dels_ += o == Blocklist::Outcome::kDeleted;
+    out += outcome_word(o);
+    out += '\n';
+  }
+  out += ".\n";
+}
+
+void CommandHandler::stream_line(Session& s, std::string_view line, std::string& out) {
   const std::string_view t = trim(line);
   if (t == ".") {
-    s.loading = false;
-    if (!s.load_error.empty()) {
-      err(out, 400, "load rejected, nothing applied: " + s.load_error);
+    if (!s.stream_error.empty()) {
+      err(out, 400, std::string(s.mode == Session::Mode::kBatch ? "batch" : "load") +
+                        " rejected, nothing applied: " + s.stream_error);
+    } else if (s.mode == Session::Mode::kLoad) {
+      finish_load(s, out);
     } else {
-      const Blocklist::BatchResult r = b_.add_batch(s.load_rules);
-      if (r.result == Blocklist::Result::kFull) {
-        err(out, 507, "load rejected, nothing applied: blocklist full (capacity " +
-                          std::to_string(b_.capacity()) + ")");
-      } else if (r.result != Blocklist::Result::kOk) {
-        err(out, 500, "load rejected, nothing applied: the journal could not be written: " +
-                          b_.last_error());
-      } else {
-        adds_ += r.added;
-        out += "OK loaded " + std::to_string(s.load_rules.size()) + " added " +
-               std::to_string(r.added) + " existed " + std::to_string(r.existed) + "\n";
-      }
+      finish_batch(s, out);
     }
-    s.load_rules.clear();
-    s.load_rules.shrink_to_fit();
-    s.load_error.clear();
+    release(s);
+    s.mode = Session::Mode::kCommand;
+    s.stream_error.clear();
     return;
   }
-  ++s.load_line;
-  if (!s.load_error.empty()) return;  // keep consuming until "." but stop parsing
-  if (t.empty() || t.front() == '#') return;
-  RuleParse p = parse_rule(t, s.load_line);
-  if (!p.rule) {
-    s.load_error = p.error.message();
+  ++s.stream_line;
+  if (!s.stream_error.empty()) return;  // keep consuming until "." but stop parsing
+  if (s.mode == Session::Mode::kLoad) {
+    if (t.empty() || t.front() == '#') return;
+    RuleParse p = parse_rule(t, s.stream_line);
+    if (!p.rule) {
+      s.stream_error = p.error.message();
+      release(s);  // rejected anyway: hold nothing more until '.'
+      return;
+    }
+    if (!hold(s, rule_bytes(*p.rule), out)) return;
+    s.load_rules.push_back(std::move(*p.rule));
     return;
   }
-  s.load_rules.push_back(std::move(*p.rule));
+  if (t.empty()) return;
+  RequestParse p = parse_batch_line(t);
+  if (!p.req) {
+    s.stream_error = "line " + std::to_string(s.stream_line) + ": " + p.error;
+    release(s);
+    return;
+  }
+  if (!hold(s, rule_bytes(*p.req->rule), out)) return;
+  s.batch.push_back({p.req->verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
+                     std::move(*p.req->rule), p.req->ttl_ms});
+  s.batch_lines.push_back(s.stream_line);
+}
+
+void CommandHandler::queue(const Request& r, std::string& out) {
+  pending_.push_back({{r.verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
+                       *r.rule, r.ttl_ms},
+                      &out});
+  if (pending_.size() >= kMaxGroup) commit();
+}
+
+void CommandHandler::answer(Blocklist::Outcome o, const Blocklist::Change& c, std::string& out) {
+  const bool add = c.op == Blocklist::Change::Op::kAdd;
+  switch (o) {
+    case Blocklist::Outcome::kAdded: ++adds_; out += "OK added\n"; break;
+    case Blocklist::Outcome::kExists: out += "OK exists\n"; break;
+    case Blocklist::Outcome::kUpdated: out += "OK ttl updated\n"; break;
+    case Blocklist::Outcome::kDeleted: ++dels_; out += "OK deleted\n"; break;
+    case Blocklist::Outcome::kAbsent: err(out, 404, "not in blocklist: " + format_rule(c.rule)); break;
+    case Blocklist::Outcome::kFull:
+      err(out, 507, "blocklist full (capacity " + std::to_string(b_.capacity()) + "), rule not added");
+      break;
+    default:
+      err(out, 500, std::string(add ? "rule not added" : "rule not deleted") +
+                        ": the journal could not be written: " + b_.last_error());
+      break;
+  }
+}
+
+void CommandHandler::commit() {
+  if (pending_.empty()) return;
+  group_.clear();
+  group_.reserve(pending_.size());
+  for (const Pending& p : pending_) group_.push_back(p.change);
+  const std::vector<Blocklist::Outcome> res = b_.apply(group_, /*atomic=*/false);
+  for (std::size_t i = 0; i < pending_.size(); ++i) answer(res[i], pending_[i].change, *pending_[i].out);
+  ++commits_;
+  committed_requests_ += pending_.size();
+  pending_.clear();
 }
 
 void CommandHandler::handle_line(Session& s, std::string_view line, std::string& out) {
-  if (s.loading) {
-    load_line(s, line, out);
+  if (s.mode != Session::Mode::kCommand) {
+    stream_line(s, line, out);
     return;
   }
-  auto [cmd, arg] = split_word(line);
-  if (cmd.empty()) {
-    err(out, 400, "empty request (try 'help')");
-  } else if (cmd == "add") {
-    // `add RULE [ttl=SECONDS]`: a trailing ttl= word makes the rule expire.
-    int64_t ttl_ms = 0;
-    const std::size_t last = arg.find_last_of(" \t");
-    if (last != std::string_view::npos && arg.substr(last + 1).starts_with("ttl=")) {
-      const std::string_view v = arg.substr(last + 1 + 4);
-      uint64_t secs = 0;
-      bool ok = !v.empty() && v.size() <= 9;
-      for (char ch : v) {
-        ok = ok && ch >= '0' && ch <= '9';
-        secs = secs * 10 + static_cast<uint64_t>(ch - '0');
-      }
-      if (!ok || secs == 0) {
-        err(out, 400, "bad ttl '" + std::string(v) + "': expected whole seconds, 1 to 999999999");
-        return;
-      }
-      ttl_ms = static_cast<int64_t>(secs) * 1000;
-      arg = trim(arg.substr(0, last));
+  RequestParse p = parse_request(line);
+  if (p.req && (p.req->verb == Verb::kAdd || p.req->verb == Verb::kDel)) {
+    queue(*p.req, out);
+    return;
+  }
+  // Everything else is answered now: first what is queued, so every response
+  // (and every change) stays in request order.
+  commit();
+  if (!p.req) {
+    err(out, p.code, p.error);
+    return;
+  }
+  const Request& r = *p.req;
+  switch (r.verb) {
+    case Verb::kCheck:
+      out += b_.contains(*r.rule) ? "OK present\n" : "OK absent\n";
+      break;
+    case Verb::kLoad:
+    case Verb::kBatch:
+      s.mode = r.verb == Verb::kLoad ? Session::Mode::kLoad : Session::Mode::kBatch;
+      s.stream_line = 0;
+      s.stream_error.clear();
+      release(s);
+      break;
+    case Verb::kList:
+    case Verb::kHits: {
+      // `list` shows the remaining ttl, `hits` each rule's confirmed-hit count.
+      const bool with_hits = r.verb == Verb::kHits;
+      std::string body;
+      std::size_t n = 0;
+      b_.for_each(r.kind, r.prefix, [&](std::string_view text, int64_t ttl_left_ms) {
+        body += text;
+        if (with_hits) {
+          const RuleParse rp = parse_rule(text);  // stored texts always parse
+          body += " hits=" + std::to_string(rp.rule ? b_.hits(*rp.rule) : 0);
+        } else if (ttl_left_ms > 0) {
+          body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
+        }
+        body += '\n';
+        ++n;
+      });
+      out += "OK " + std::to_string(n) + "\n" + body + ".\n";
+      break;
     }
-    auto r = rule_arg(arg, out);
-    if (!r) return;
-    switch (b_.add(*r, ttl_ms)) {
-      case Blocklist::Result::kOk: ++adds_; out += "OK added\n"; break;
-      case Blocklist::Result::kExists: out += "OK exists\n"; break;
-      case Blocklist::Result::kFull:
-        err(out, 507, "blocklist full (capacity " + std::to_string(b_.capacity()) + "), rule not added");
+    case Verb::kStats:
+    case Verb::kInfo:
+      out += "OK\n";
+      (r.verb == Verb::kStats ? stats_ : info_)(out);
+      out += ".\n";
+      break;
+    case Verb::kFlush: {
+      std::size_t n = 0;
+      const Blocklist::Result res = r.all ? b_.flush(&n) : b_.flush_kind(*r.kind, &n);
+      if (res != Blocklist::Result::kOk) {
+        err(out, 500, "flush failed, nothing removed: the journal could not be written: " + b_.last_error());
         break;
-      default:
-        err(out, 500, "rule not added: the journal could not be written: " + b_.last_error());
-        break;
-    }
-  } else if (cmd == "del") {
-    auto r = rule_arg(arg, out);
-    if (!r) return;
-    switch (b_.del(*r)) {
-      case Blocklist::Result::kOk: ++dels_; out += "OK deleted\n"; break;
-      case Blocklist::Result::kAbsent: err(out, 404, "not in blocklist: " + format_rule(*r)); break;
-      default: err(out, 500, "rule not deleted: the journal could not be written: " + b_.last_error()); break;
-    }
-  } else if (cmd == "check") {
-    auto r = rule_arg(arg, out);
-    if (!r) return;
-    out += b_.contains(*r) ? "OK present\n" : "OK absent\n";
-  } else if (cmd == "load") {
-    if (!arg.empty()) {
-      err(out, 400, "load takes no argument; send rules on the following lines, then '.'");
-      return;
-    }
-    s.loading = true;
-    s.load_line = 0;
-    s.load_error.clear();
-    s.load_rules.clear();
-  } else if (cmd == "list" || cmd == "hits") {
-    // `list|hits [KIND] [PREFIX]`: rules in listing order; `list` shows the
-    // remaining ttl, `hits` each rule's confirmed-hit count.
-    auto [kind_word, prefix] = split_word(arg);
-    std::optional<RuleKind> kind;
-    if (!kind_word.empty()) {
-      kind = kind_from_name(kind_word);
-      if (!kind) {
-        err(out, 400, "unknown rule kind '" + std::string(kind_word) +
-                          "' (flow, src, dst, ip, service, url, host)");
-        return;
       }
+      dels_ += n;
+      out += "OK flushed " + std::to_string(n) + "\n";
+      break;
     }
-    if (prefix.find_first_of(" \t") != std::string_view::npos) {
-      err(out, 400, std::string(cmd) + " takes at most a kind and a prefix");
-      return;
-    }
-    const bool with_hits = cmd == "hits";
-    std::string body;
-    std::size_t n = 0;
-    b_.for_each(kind, prefix, [&](std::string_view text, int64_t ttl_left_ms) {
-      body += text;
-      if (with_hits) {
-        const RuleParse p = parse_rule(text);  // stored texts always parse
-        body += " hits=" + std::to_string(p.rule ? b_.hits(*p.rule) : 0);
-      } else if (ttl_left_ms > 0) {
-        body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
-      }
-      body += '\n';
-      ++n;
-    });
-    out += "OK " + std::to_string(n) + "\n" + body + ".\n";
-  } else if (cmd == "stats" || cmd == "info") {
-    if (!arg.empty()) {
-      err(out, 400, std::string(cmd) + " takes no argument");
-      return;
-    }
-    out += "OK\n";
-    (cmd == "stats" ? stats_ : info_)(out);
-    out += ".\n";
-  } else if (cmd == "flush") {
-    std::size_t n = 0;
-    if (b_.flush(&n) != Blocklist::Result::kOk) {
-      err(out, 500, "flush failed: the journal could not be written: " + b_.last_error());
-      return;
-    }
-    dels_ += n;
-    out += "OK flushed " + std::to_string(n) + "\n";
-  } else if (cmd == "ping") {
-    out += "OK pong\n";
-  } else if (cmd == "help") {
-    out += "OK ";
-    out += kHelp;
-    out += '\n';
-  } else if (cmd == "quit") {
-    s.closing = true;
-    out += "OK bye\n";
-  } else {
-    err(out, 400, "unknown command '" + std::string(cmd) + "' (try 'help')");
+    case Verb::kPing: out += "OK pong\n"; break;
+    case Verb::kHelp:
+      out += "OK ";
+      out += request_help();
+      out += '\n';
+      break;
+    case Verb::kQuit:
+      s.closing = true;
+      out += "OK bye\n";
+      break;
+    default: break;
   }
 }
 

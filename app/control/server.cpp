@@ -8,15 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 namespace cg {
 namespace {
-
-// Output past this is not read further from the client until written out:
-// a client that pipelines without reading cannot grow our memory unbounded.
-constexpr std::size_t kOutHighWater = 64u << 20;
 
 bool fill_addr(const std::string& path, sockaddr_un* a, std::string* err) {
   std::memset(a, 0, sizeof(*a));
@@ -77,7 +74,7 @@ std::unique_ptr<ControlServer> ControlServer::open(const std::string& path, Comm
 }
 
 ControlServer::~ControlServer() {
-  for (auto& c : clients_) ::close(c->fd);
+  for (auto& c : clients_) close_client(*c);
   if (fd_ >= 0) {
     ::close(fd_);
     ::unlink(path_.c_str());
@@ -95,61 +92,56 @@ void ControlServer::accept_clients() {
       return;  // EAGAIN: no more pending
     }
     if (clients_.size() >= kMaxClients) {
-      static constexpr char kBusy[] = "ERR 503 too many control clients\n";
-      [[maybe_unused]] ssize_t w = ::send(c, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL);
+      static constexpr char kBusy[] = "ERR 503 too many control clients (idle ones are closed after a timeout)\n";
+      [[maybe_unused]] ssize_t w = ::send(c, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(c);
+      ++refused_;
       continue;
     }
     auto cl = std::make_unique<Client>();
     cl->fd = c;
+    cl->last_active = std::chrono::steady_clock::now();
     clients_.push_back(std::move(cl));
   }
 }
 
+bool ControlServer::wants_input(const Client& c) const {
+  return !c.eof && !c.dead && !c.session.closing && c.unread() <= out_high_water_;
+}
+
 void ControlServer::frame_lines(Client& c) {
-  std::size_t start = 0;
-  for (;;) {
-    // Backpressure: answers pile up no further than the high-water mark; the
-    // rest of the input waits in c.in until the client has read them.
-    if (c.out.size() - c.out_off > kOutHighWater) break;
-    const std::size_t nl = c.in.find('\n', start);
-    if (nl == std::string::npos) break;
-    if (c.discarding) {
-      c.discarding = false;  // end of the over-long line: it was answered already
-    } else if (nl - start > kMaxRequestLine) {
+  // Backpressure: answers pile up no further than the high-water mark; the
+  // rest of the input waits in the framer (and the socket) until the client
+  // has read them.
+  while (!c.session.closing && c.unread() <= out_high_water_) {
+    const LineFramer::Item it = c.framer.next();
+    if (it.kind == LineFramer::Kind::kNone) break;
+    if (it.kind == LineFramer::Kind::kTooLong) {
       h_.line_too_long(c.session, c.out);
     } else {
-      h_.handle_line(c.session, std::string_view(c.in).substr(start, nl - start), c.out);
-      if (c.session.closing) {
-        c.in.clear();
-        return;
-      }
+      h_.handle_line(c.session, it.line, c.out);
     }
-    start = nl + 1;
-  }
-  c.in.erase(0, start);
-  if (c.in.size() > kMaxRequestLine && c.in.find('\n') == std::string::npos) {
-    if (!c.discarding) h_.line_too_long(c.session, c.out);
-    c.discarding = true;
-    c.in.clear();
   }
 }
 
-bool ControlServer::read_client(Client& c) {
+void ControlServer::read_client(Client& c) {
   char buf[16384];
-  for (;;) {
-    const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+  std::size_t budget = kReadBudget;
+  while (budget > 0 && wants_input(c)) {
+    const ssize_t n = ::recv(c.fd, buf, std::min(sizeof(buf), budget), 0);
     if (n > 0) {
-      c.in.append(buf, static_cast<std::size_t>(n));
+      c.last_active = std::chrono::steady_clock::now();
+      budget -= static_cast<std::size_t>(n);
+      c.framer.append(std::string_view(buf, static_cast<std::size_t>(n)));
       frame_lines(c);
-      if (c.session.closing || c.out.size() - c.out_off > kOutHighWater) return true;
       continue;
     }
     if (n == 0) {  // peer closed its side: answer what it sent, then close
       c.eof = true;
-      return true;
+      return;
     }
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.dead = true;
+    return;
   }
 }
 
@@ -158,51 +150,88 @@ bool ControlServer::flush_client(Client& c) {
     const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     c.out_off += static_cast<std::size_t>(n);
+    c.last_active = std::chrono::steady_clock::now();
   }
   c.out.clear();
   c.out_off = 0;
+  if (c.out.capacity() > out_high_water_) c.out.shrink_to_fit();  // a large list is not kept
   return true;
 }
 
+void ControlServer::close_client(Client& c) {
+  h_.end_session(c.session);
+  ::close(c.fd);
+  c.fd = -1;
+}
+
 void ControlServer::poll_once(int timeout_ms) {
+  using clock = std::chrono::steady_clock;
   std::vector<pollfd> fds;
   fds.reserve(clients_.size() + 1);
-  const bool accepting = std::chrono::steady_clock::now() >= accept_paused_until_;
+  clock::time_point now = clock::now();
+  const bool accepting = now >= accept_paused_until_;
   fds.push_back({fd_, static_cast<short>(accepting ? POLLIN : 0), 0});
+  clock::time_point wake = now + std::chrono::milliseconds(timeout_ms);
   for (auto& c : clients_) {
     short ev = 0;
-    if (!c->eof && !c->session.closing && c->out.size() - c->out_off <= kOutHighWater) ev |= POLLIN;
-    if (c->out_off < c->out.size()) ev |= POLLOUT;
+    if (wants_input(*c)) {
+      ev |= POLLIN;
+      if (c->framer.ready()) wake = now;  // lines held back last round can go now
+    }
+    if (c->unread() > 0) ev |= POLLOUT;
     fds.push_back({c->fd, ev, 0});
+    wake = std::min(wake, c->last_active + idle_timeout_);
   }
-  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
-  const std::size_t polled = clients_.size();
-  std::vector<std::unique_ptr<Client>> keep;
-  keep.reserve(polled + 1);
-  for (std::size_t i = 0; i < polled; ++i) {
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait)));
+  if (n < 0) return;  // EINTR: the caller's loop checks its stop flag and comes back
+
+  // 1. Read: requests are handled, add/del queued.
+  for (std::size_t i = 0; i < clients_.size(); ++i) {
     Client& c = *clients_[i];
     const short re = fds[i + 1].revents;
-    bool ok = true;
-    if (re & (POLLIN | POLLHUP | POLLERR)) {
-      if (!c.eof && !c.session.closing) ok = read_client(c);
-      if (re & POLLERR) ok = false;
+    if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c);
+    if (re & POLLERR) c.dead = true;
+    if (wants_input(c)) frame_lines(c);
+  }
+  // 2. Group commit: one journal sync for every queued change of the round.
+  h_.commit();
+  // 3. Answers out; close what is finished, failed or idle.
+  now = clock::now();
+  std::size_t unread_total = 0;
+  std::vector<std::unique_ptr<Client>> keep;
+  keep.reserve(clients_.size() + 1);
+  for (auto& cp : clients_) {
+    Client& c = *cp;
+    bool close = c.dead || !flush_client(c);
+    const bool drained = c.unread() == 0;
+    if (drained && (c.eof || c.session.closing)) close = true;
+    if (!close && now - c.last_active >= idle_timeout_) {
+      static constexpr char kIdle[] = "ERR 408 idle timeout, closing the connection\n";
+      if (drained) {
+        [[maybe_unused]] ssize_t w = ::send(c.fd, kIdle, sizeof(kIdle) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+      ++idle_closed_;
+      close = true;
     }
-    // A peer that half-closed after its requests still gets every answer.
-    if (ok) ok = flush_client(c);
-    // Lines held back by the high-water mark are answered once output drained.
-    if (ok && !c.in.empty() && !c.session.closing && c.out.size() - c.out_off <= kOutHighWater) {
-      frame_lines(c);
-      ok = flush_client(c);
-    }
-    const bool drained = c.out_off >= c.out.size();
-    if (ok && drained && (c.eof || c.session.closing)) ok = false;
-    if (ok) {
-      keep.push_back(std::move(clients_[i]));
+    if (close) {
+      close_client(c);
     } else {
-      ::close(c.fd);
+      unread_total += c.unread();
+      keep.push_back(std::move(cp));
     }
   }
   clients_ = std::move(keep);
+  // 4. Clients that do not read what they asked for cannot pin unbounded
+  // memory: past the total cap, the one holding the most is closed.
+  while (unread_total > max_unread_total_) {
+    auto big = std::max_element(clients_.begin(), clients_.end(),
+                                [](const auto& a, const auto& b) { return a->unread() < b->unread(); });
+    unread_total -= (*big)->unread();
+    close_client(**big);
+    clients_.erase(big);
+    ++output_closed_;
+  }
   if (fds[0].revents & POLLIN) accept_clients();
 }
 

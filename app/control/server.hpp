@@ -2,6 +2,15 @@
 // hands them to the CommandHandler and writes the responses back. Runs on the
 // control lcore inside its poll loop; never touches rx/tx.
 //
+// One poll round: read what every readable client sent (at most kReadBudget
+// bytes each, so no client starves the others), commit the queued changes
+// with one journal sync (group commit), then write the responses.
+//
+// Limits (docs/control-protocol.md): kMaxClients connections; a client whose
+// unanswered output passes kOutHighWater is not read until it drains; all
+// clients' unread output together is capped at kMaxUnreadTotal (the client
+// holding the most is closed); a client idle for the idle timeout is closed.
+//
 // The socket file is created with mode 0660. A stale socket file (nothing
 // listening) is replaced; a live one (another gateway answers) is an error.
 #pragma once
@@ -29,29 +38,56 @@ class ControlServer {
   const std::string& path() const noexcept { return path_; }
   std::size_t clients() const noexcept { return clients_.size(); }
 
+  // A client that neither sends nor reads anything for this long is closed.
+  void set_idle_timeout(std::chrono::milliseconds t) { idle_timeout_ = t; }
+  std::chrono::milliseconds idle_timeout() const noexcept { return idle_timeout_; }
+
+  // Output limits (defaults kOutHighWater, kMaxUnreadTotal; tests lower them).
+  void set_output_limits(std::size_t high_water, std::size_t unread_total) {
+    out_high_water_ = high_water;
+    max_unread_total_ = unread_total;
+  }
+
+  // Clients closed for idling, for unread output, refused for being too many.
+  uint64_t idle_closed() const noexcept { return idle_closed_; }
+  uint64_t output_closed() const noexcept { return output_closed_; }
+  uint64_t refused() const noexcept { return refused_; }
+
   static constexpr std::size_t kMaxClients = 64;
+  static constexpr std::chrono::milliseconds kDefaultIdleTimeout{30000};
+  static constexpr std::size_t kReadBudget = 256u << 10;
+  static constexpr std::size_t kOutHighWater = 1u << 20;
+  static constexpr std::size_t kMaxUnreadTotal = std::size_t{512} << 20;
 
  private:
   struct Client {
     int fd = -1;
-    std::string in;        // bytes not yet framed into a line
-    bool discarding = false;  // inside an over-long line: drop bytes until '\n'
-    bool eof = false;         // the peer shut down its sending side
-    std::string out;       // response bytes not yet written
+    LineFramer framer;
+    bool eof = false;       // the peer shut down its sending side
+    bool dead = false;      // a socket error: close at the end of the round
+    std::string out;        // response bytes not yet written
     std::size_t out_off = 0;
+    std::chrono::steady_clock::time_point last_active;
     Session session;
+    std::size_t unread() const noexcept { return out.size() - out_off; }
   };
   ControlServer(std::string path, int fd, CommandHandler& h) : path_(std::move(path)), fd_(fd), h_(h) {}
   void accept_clients();
-  bool read_client(Client& c);   // false: connection closed or failed
+  void read_client(Client& c);   // sets eof/dead
   bool flush_client(Client& c);  // false: write failed
-  void frame_lines(Client& c);
+  void frame_lines(Client& c);   // handles buffered lines while output has room
+  bool wants_input(const Client& c) const;
+  void close_client(Client& c);
 
   std::string path_;
   int fd_ = -1;
   CommandHandler& h_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::chrono::steady_clock::time_point accept_paused_until_{};  // after EMFILE and the like
+  std::chrono::milliseconds idle_timeout_ = kDefaultIdleTimeout;
+  std::size_t out_high_water_ = kOutHighWater;
+  std::size_t max_unread_total_ = kMaxUnreadTotal;
+  uint64_t idle_closed_ = 0, output_closed_ = 0, refused_ = 0;
 };
 
 }  // namespace cg

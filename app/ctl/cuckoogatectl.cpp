@@ -5,7 +5,9 @@
 // gateway answered ERR, the socket could not be reached, bad usage), with a
 // one-line message on stderr.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -43,6 +45,15 @@ class Connection {
     if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
       die("cannot connect to " + path + ": " + std::strerror(errno) +
           " (is the gateway running? -s SOCKET or $CUCKOOGATE_CTL)");
+    // Whoever listens on the path gets our rules and decides our exit codes:
+    // only a gateway run by root or by ourselves is believed.
+    ucred peer{};
+    socklen_t len = sizeof(peer);
+    if (::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0)
+      die("cannot read the credentials of the process on " + path + ": " + std::strerror(errno));
+    if (peer.uid != 0 && peer.uid != ::getuid())
+      die("refusing " + path + ": it is served by uid " + std::to_string(peer.uid) + " (pid " +
+          std::to_string(peer.pid) + "), neither root nor you (uid " + std::to_string(::getuid()) + ")");
   }
   ~Connection() { ::close(fd_); }
 
@@ -159,40 +170,69 @@ nlohmann::json lines_to_json(const std::vector<std::string>& lines) {
   return j;
 }
 
+// A request line is one request: an argument holding a line break could
+// smuggle a second command (`add "$(printf 'host a\nflush all')"`), so such
+// arguments are refused before anything is sent. (argv cannot hold a NUL.)
+void refuse_line_breaks(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    const std::size_t bad = a.find_first_of("\r\n");
+    if (bad == std::string::npos) continue;
+    std::string shown = a.substr(0, bad);
+    if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
+    die(std::string("argument '") + shown + (a[bad] == '\n' ? "\\n" : "\\r") +
+        "...' holds a line break: one argument is one rule, nothing was sent");
+  }
+}
+
+// add/del: one rule is one request; several rules go as one `batch`, applied
+// all or nothing.
 int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::string>& args,
               const std::string& suffix = "") {
   const auto rules = rules_from_args(args);
-  std::string req;
-  for (const auto& r : rules) req += verb + " " + r + suffix + "\n";
-  c.send(req);  // pipelined: one response per request, in order
-  int rc = 0;
-  for (const auto& r : rules) {
-    const auto resp = c.read_response(false);
-    if (resp.ok()) {
-      std::printf("%s: %s\n", r.c_str(), resp.first.substr(3).c_str());
-    } else {
-      std::fprintf(stderr, "cuckoogatectl: %s: %s\n", r.c_str(), err_text(resp.first).c_str());
-      rc = 2;
-    }
+  if (rules.size() == 1) {
+    const auto resp = request(c, verb + " " + rules[0] + suffix, false, rules[0]);
+    if (!resp) return 2;
+    std::printf("%s: %s\n", rules[0].c_str(), resp->first.substr(3).c_str());
+    return 0;
   }
-  return rc;
+  std::string req = "batch\n";
+  for (const auto& r : rules) req += verb + " " + r + suffix + "\n";
+  req += ".";
+  const auto resp = request(c, req, true, "nothing applied");
+  if (!resp) return 2;
+  for (std::size_t i = 0; i < rules.size() && i < resp->body.size(); ++i)
+    std::printf("%s: %s\n", rules[i].c_str(), resp->body[i].c_str());
+  return 0;
 }
+
+// Largest rule file `load` sends (the gateway holds at most 512 MiB of
+// parsed rules per load; a file this size is far past that anyway).
+constexpr off_t kMaxLoadFile = off_t{1} << 30;
 
 int cmd_load(Connection& c, const std::string& file) {
   std::ifstream fin;
   std::istream* in = &std::cin;
+  std::size_t total = 0;
   if (file != "-") {
+    // Only a regular file: a directory reads as empty, /dev/zero never ends
+    // and a FIFO can block forever. O_NONBLOCK so opening a FIFO cannot hang.
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) die("cannot open " + file + ": " + std::strerror(errno));
+    struct stat st;
+    const bool stat_ok = ::fstat(fd, &st) == 0;
+    ::close(fd);
+    if (!stat_ok) die("cannot stat " + file + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) die(file + ": is a directory, not a rule file");
+    if (!S_ISREG(st.st_mode)) die(file + ": not a regular file (use - to read standard input)");
+    if (st.st_size > kMaxLoadFile)
+      die(file + ": " + std::to_string(st.st_size) + " bytes, more than one load takes (" +
+          std::to_string(kMaxLoadFile >> 20) + " MiB); split it");
     fin.open(file, std::ios::binary);
     if (!fin) die("cannot open " + file);
     in = &fin;
+    total = static_cast<std::size_t>(st.st_size);
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
-  std::size_t total = 0;
-  if (file != "-") {
-    fin.seekg(0, std::ios::end);
-    total = static_cast<std::size_t>(fin.tellg());
-    fin.seekg(0);
-  }
   c.send("load\n");
   std::string chunk, line;
   std::size_t sent = 0, lines = 0, next_report = 0;
@@ -224,13 +264,14 @@ int cmd_load(Connection& c, const std::string& file) {
   return 0;
 }
 
-int cmd_multi(Connection& c, const std::string& req, bool json) {
+int cmd_multi(Connection& c, const std::string& req, bool json, const char* empty_note = nullptr) {
   const auto resp = request(c, req, true);
   if (!resp) return 2;
   if (json) {
     std::printf("%s\n", lines_to_json(resp->body).dump(2).c_str());
   } else {
     for (const auto& l : resp->body) std::printf("%s\n", l.c_str());
+    if (resp->body.empty() && empty_note != nullptr && isatty(STDOUT_FILENO)) std::printf("%s\n", empty_note);
   }
   return 0;
 }
@@ -266,7 +307,10 @@ int main(int argc, char** argv) {
   stats->add_flag("--json", stats_json, "Print JSON");
   auto* info = app.add_subcommand("info", "Filter capacity, load, fingerprint bits, memory");
   info->add_flag("--json", info_json, "Print JSON");
-  auto* flush = app.add_subcommand("flush", "Remove every rule");
+  std::string flush_scope;
+  auto* flush = app.add_subcommand("flush", "Remove rules: 'flush all' every rule, 'flush KIND' one kind");
+  flush->add_option("scope", flush_scope, "all, or a rule kind (flow, src, dst, ip, service, url, host)")
+      ->required();
   auto* ping = app.add_subcommand("ping", "Check that the gateway answers");
 
   try {
@@ -275,6 +319,10 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help/--version: 0; bad usage: 2
   }
   if (list_args.size() > 2) die("list takes at most KIND and PREFIX");
+  if (hits_args.size() > 2) die("hits takes at most KIND and PREFIX");
+  for (const auto* args : {&add_args, &del_args, &check_args, &list_args, &hits_args})
+    refuse_line_breaks(*args);
+  refuse_line_breaks({flush_scope});
 
   Connection c(sock);
   if (add->parsed()) return cmd_rules(c, "add", add_args, ttl ? " ttl=" + std::to_string(ttl) : "");
@@ -287,12 +335,12 @@ int main(int argc, char** argv) {
     return present ? 0 : 1;
   }
   if (load->parsed()) return cmd_load(c, load_file);
-  if (list->parsed()) return cmd_multi(c, join("list", list_args), false);
-  if (hits->parsed()) return cmd_multi(c, join("hits", hits_args), false);
+  if (list->parsed()) return cmd_multi(c, join("list", list_args), false, "(no rules match)");
+  if (hits->parsed()) return cmd_multi(c, join("hits", hits_args), false, "(no rules match)");
   if (stats->parsed()) return cmd_multi(c, "stats", stats_json);
   if (info->parsed()) return cmd_multi(c, "info", info_json);
   if (flush->parsed()) {
-    const auto resp = request(c, "flush", false);
+    const auto resp = request(c, "flush " + flush_scope, false);
     if (!resp) return 2;
     std::printf("%s\n", resp->first.substr(3).c_str());
     return 0;
@@ -300,7 +348,7 @@ int main(int argc, char** argv) {
   if (ping->parsed()) {
     const auto resp = request(c, "ping", false);
     if (!resp) return 2;
-    std::printf("%s\n", resp->first.c_str());
+    std::printf("%s\n", resp->first.substr(3).c_str());
     return 0;
   }
   return 2;

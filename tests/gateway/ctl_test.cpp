@@ -167,7 +167,7 @@ TEST_F(Ctl, BulkLoadOf100kRulesThenFlush) {
   r = ctl({"load", "-"}, file);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("added 0 existed 100000"), std::string::npos) << r.out;
-  r = ctl({"flush"});
+  r = ctl({"flush", "all"});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("flushed 100000"), std::string::npos) << r.out;
   EXPECT_EQ(ctl({"check", "src 10.1.134.159"}).status, 1);

@@ -10,6 +10,8 @@
 #include <random>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "cuckoogate/store/rule_store.hpp"
 #include "test_util.hpp"
 
@@ -50,6 +52,92 @@ std::map<std::string, RuleMeta> contents(const RuleStore& s) {
   std::map<std::string, RuleMeta> m;
   for (auto c = s.list(); c.next();) m.emplace(std::string(c.key()), c.value());
   return m;
+}
+
+// The latest add defines the lifetime: a permanent add makes a ttl rule
+// permanent, an add with a ttl gives a permanent rule one; both survive a
+// restart (the replacing add record is replayed).
+TEST(RuleStore, AddOfAPresentRuleReplacesItsLifetime) {
+  test::TempDir dir;
+  FakeClock clock;
+  {
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_TRUE(s->add("k1", "t1", 10'000).ok());
+    EXPECT_EQ(s->add("k1", "t1").code(), Errc::updated);          // now permanent
+    EXPECT_EQ(s->add("k1", "t1").code(), Errc::exists);           // nothing to change
+    ASSERT_TRUE(s->add("k2", "t2").ok());
+    EXPECT_EQ(s->add("k2", "t2", 5'000).code(), Errc::updated);   // now expires
+    EXPECT_EQ(s->add("k2", "t2", 8'000).code(), Errc::updated);   // refreshed
+    std::vector<RuleStore::AddRequest> reqs{{"k1", "t1", 0}, {"k2", "t2", 0}, {"k3", "t3", 0}};
+    std::vector<Errc> res;
+    ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+    EXPECT_EQ(res, (std::vector<Errc>{Errc::exists, Errc::updated, Errc::ok}));
+    ASSERT_TRUE(s->add("k3", "t3", 1'000).code() == Errc::updated);
+  }
+  clock.now += 20'000;  // past every ttl that was ever set
+  auto s = open_store(dir.path(), &clock);
+  const auto m = contents(*s);
+  EXPECT_EQ(m.count("k1"), 1u);  // the ttl it once had was replaced
+  EXPECT_EQ(m.count("k2"), 1u);
+  EXPECT_EQ(m.count("k3"), 0u);  // the last add gave it 1 s
+  EXPECT_EQ(m.at("k1").expiry_unix_ms, 0);
+}
+
+TEST(RuleStore, ApplyIsSequentialAndDurable) {
+  test::TempDir dir;
+  FakeClock clock;
+  using Op = RuleStore::Change::Op;
+  {
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_TRUE(s->add("a", "ta").ok());
+    const std::vector<RuleStore::Change> ch{
+        {Op::del, "a", {}, 0}, {Op::del, "a", {}, 0}, {Op::add, "a", "ta2", 0}, {Op::add, "b", "tb", 0},
+        {Op::add, "b", "tb", 0}, {Op::add, "b", "tb", 7'000}, {Op::del, "zz", {}, 0}, {Op::add, "", "x", 0}};
+    std::vector<Errc> res;
+    ASSERT_TRUE(s->apply(ch, &res).ok());
+    EXPECT_EQ(res, (std::vector<Errc>{Errc::ok, Errc::absent, Errc::ok, Errc::ok, Errc::exists,
+                                      Errc::updated, Errc::absent, Errc::invalid_argument}));
+    EXPECT_EQ(s->get("a")->text, "ta2");
+    EXPECT_NE(s->get("b")->expiry_unix_ms, 0);
+  }
+  auto s = open_store(dir.path(), &clock);
+  EXPECT_EQ(s->get("a")->text, "ta2");
+  EXPECT_EQ(s->get("b")->expiry_unix_ms, clock.now.load() + 7'000);
+}
+
+// The blocklist is for its owner only: the state directory 0700, its files
+// 0600, and state left group/world-readable by an older version is tightened.
+TEST(RuleStore, StateDirectoryAndFilesAreOwnerOnly) {
+  test::TempDir dir;
+  const std::string state = dir.path() + "/state";
+  ::mkdir(state.c_str(), 0755);
+  {
+    auto s = open_store(state);
+    ASSERT_TRUE(s->add("k", "t").ok());
+    ASSERT_TRUE(s->snapshot().ok());
+    ASSERT_TRUE(s->add("k2", "t").ok());
+  }
+  auto mode = [](const std::string& p) {
+    struct stat st;
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(state), 0700u);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(state)) {
+    EXPECT_EQ(mode(e.path().string()), 0600u) << e.path();
+    ::chmod(e.path().c_str(), 0644);  // as an older version left them
+    ++files;
+  }
+  EXPECT_GE(files, 2);
+  ::chmod(state.c_str(), 0755);
+  RecoveryReport rep;
+  auto s = open_store(state, nullptr, &rep);
+  EXPECT_EQ(mode(state), 0700u);
+  for (const auto& e : std::filesystem::directory_iterator(state)) EXPECT_EQ(mode(e.path().string()), 0600u);
+  bool noted = false;
+  for (const auto& n : rep.notes) noted = noted || n.find("tightened") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(RuleStore, AddOfPresentRuleReportsExistsAndDelOfAbsentReportsAbsent) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs_util.hpp"
@@ -53,7 +54,7 @@ Status copy_aside(const std::string& path) {
   std::string data;
   if (Status s = fsu::read_file(path, &data); !s.ok()) return s;
   const std::string dst = path + ".corrupt";
-  const int fd = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return errno_status("create " + dst, errno);
   Status s = fsu::write_all(fd, data, dst);
   if (s.ok()) s = fsu::fsync_fd(fd, dst);
@@ -61,6 +62,19 @@ Status copy_aside(const std::string& path) {
   return s;
 }
 
+
+// Clears the group and other permission bits of `path` (to `mode`) when any is
+// set; a note says so. Never widens anything.
+Status restrict_to_owner(const std::string& path, mode_t mode, RecoveryReport* rep) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno_status("stat " + path, errno);
+  if ((st.st_mode & 077) == 0) return Status::Ok();
+  if (::chmod(path.c_str(), mode) != 0) return errno_status("chmod " + path, errno);
+  char old[8];
+  std::snprintf(old, sizeof(old), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  rep->notes.push_back("tightened " + path + " from " + old + " to owner-only");
+  return Status::Ok();
+}
 }  // namespace
 
 std::string DurableLog::journal_name(std::uint64_t first_seq) {
@@ -83,6 +97,10 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
   std::error_code ec;
   fs::create_directory(dir, ec);
   if (ec) return {Errc::io_error, "create state directory " + dir + ": " + ec.message()};
+  // The blocklist is for the gateway's user alone: the directory is 0700 and
+  // every file in it 0600. State written by an older version (0755/0644) is
+  // tightened here.
+  if (Status s = restrict_to_owner(dir, 0700, &rep); !s.ok()) return s;
 
   std::vector<std::uint64_t> snaps, wals;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -91,8 +109,10 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     std::uint64_t seq = 0;
     if (parse_name(name, "snap-", ".cgs", &seq)) {
       snaps.push_back(seq);
+      if (Status s = restrict_to_owner(ent.path().string(), 0600, &rep); !s.ok()) return s;
     } else if (parse_name(name, "wal-", ".cgj", &seq)) {
       wals.push_back(seq);
+      if (Status s = restrict_to_owner(ent.path().string(), 0600, &rep); !s.ok()) return s;
     } else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
       ::unlink(ent.path().c_str());  // an unfinished snapshot: never renamed, never used
       rep.notes.push_back("removed unfinished snapshot " + name);
@@ -294,7 +314,7 @@ Status DurableLog::write_snapshot(std::uint64_t seq,
                                   const std::function<bool(std::string* payload)>& next) {
   const std::string final_path = fsu::join(dir_, snapshot_name(seq));
   const std::string tmp = final_path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return errno_status("create " + tmp, errno);
   auto fail = [&](Status s) {
     ::close(fd);

@@ -120,7 +120,7 @@ JournalWriter::~JournalWriter() {
 
 Status JournalWriter::create(const std::string& path, std::uint64_t first_seq,
                              std::unique_ptr<JournalWriter>* out) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return errno_status("create " + path, errno);
   std::unique_ptr<JournalWriter> w(new JournalWriter(fd, path, first_seq, first_seq, 0));
   std::string hdr;

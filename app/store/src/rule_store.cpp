@@ -1,7 +1,8 @@
 #include "cuckoogate/store/rule_store.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
+#include <unordered_map>
 
 namespace cg::store {
 
@@ -133,6 +134,7 @@ Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t 
     case Errc::ok:
       return Status::Ok();
     case Errc::exists: return {Errc::exists, "rule already present"};
+    case Errc::updated: return {Errc::updated, "rule present, expiry replaced"};
     default:
       return {Errc::invalid_argument,
               key.empty() ? "empty key" : (ttl_ms < 0 ? "negative ttl" : "rule too large")};
@@ -141,6 +143,56 @@ Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t 
 
 Status RuleStore::add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results) {
   return add_many(reqs, results, nullptr);
+}
+
+namespace {
+
+bool add_is_valid(std::string_view key, std::string_view text, std::int64_t ttl_ms) {
+  return !key.empty() && ttl_ms >= 0 && key.size() + text.size() + kStoreRecordFixed <= kMaxPayload;
+}
+
+// The record of an add. `present`: the rule exists and only its lifetime is
+// replaced (same id, text and added time; replay of an add replaces).
+StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t ttl_ms,
+                       std::int64_t now, const RuleMeta* present, std::uint64_t* next_id) {
+  StoreRecord r;
+  r.op = RecordOp::add;
+  if (present != nullptr) {
+    r.id = present->id;
+    r.added_unix_ms = present->added_unix_ms;
+    r.text = present->text;
+  } else {
+    r.id = (*next_id)++;
+    r.added_unix_ms = now;
+    r.text.assign(text);
+  }
+  r.expiry_unix_ms = ttl_ms > 0 ? now + ttl_ms : 0;
+  r.key.assign(key);
+  return r;
+}
+
+// What an add of a rule with lifetime ttl_ms does to a present rule `m`.
+Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
+  return m.expiry_unix_ms == 0 && ttl_ms == 0 ? Errc::exists : Errc::updated;
+}
+
+}  // namespace
+
+void RuleStore::apply_in_memory(StoreRecord&& r) {
+  if (r.op == RecordOp::del) {
+    RuleMeta m;
+    if (rules_.erase(r.key, &m) == EraseResult::erased && m.expiry_unix_ms != 0)
+      ttl_.cancel(m.expiry_unix_ms, r.key);
+    return;
+  }
+  // An add onto a present key replaces it (a lifetime change). Readers of the
+  // store run on the control thread or in tests; between the erase and the
+  // insert a concurrent reader may see the key absent for a moment.
+  RuleMeta old;
+  if (rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
+    ttl_.cancel(old.expiry_unix_ms, r.key);
+  if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
+  rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)});
 }
 
 Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
@@ -164,24 +216,25 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   const AddRequest* prev = nullptr;
   for (std::size_t i : order) {
     const AddRequest& q = reqs[i];
-    if (q.key.empty() || q.ttl_ms < 0 ||
-        q.key.size() + q.text.size() + kStoreRecordFixed > kMaxPayload) {
+    if (!add_is_valid(q.key, q.text, q.ttl_ms)) {
       (*results)[i] = Errc::invalid_argument;
       continue;
     }
-    if ((prev != nullptr && prev->key == q.key) || rules_.contains(q.key)) {
+    if (prev != nullptr && prev->key == q.key) {
       (*results)[i] = Errc::exists;
       continue;
     }
     prev = &q;
-    StoreRecord r;
-    r.op = RecordOp::add;
-    r.id = next_id++;
-    r.added_unix_ms = now;
-    r.expiry_unix_ms = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
-    r.key.assign(q.key);
-    r.text.assign(q.text);
-    recs.push_back(std::move(r));
+    std::optional<RuleMeta> present;
+    if (rules_.contains(q.key)) {
+      present = rules_.find(q.key);
+      if (present && add_onto_present(*present, q.ttl_ms) == Errc::exists) {
+        (*results)[i] = Errc::exists;
+        continue;
+      }
+      if (present) (*results)[i] = Errc::updated;
+    }
+    recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present ? &*present : nullptr, &next_id));
     which.push_back(i);
   }
   if (Status s = append_and_sync(recs); !s.ok()) {
@@ -189,15 +242,62 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
     return s;
   }
   if (!log_) mem_seq_ = next_id - 1;
-  for (auto& r : recs) {
-    if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
-    RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)};
-    if (first_added != nullptr) {
-      *first_added = m;
+  for (std::size_t j = 0; j < recs.size(); ++j) {
+    if (first_added != nullptr && (*results)[which[j]] == Errc::ok) {
+      *first_added = RuleMeta{recs[j].id, recs[j].added_unix_ms, recs[j].expiry_unix_ms, recs[j].text};
       first_added = nullptr;
     }
-    rules_.insert(r.key, m);
+    apply_in_memory(std::move(recs[j]));
   }
+  return Status::Ok();
+}
+
+Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* results) {
+  std::lock_guard lock(write_mu_);
+  results->assign(changes.size(), Errc::ok);
+  if (Status s = check_writable(); !s.ok()) return s;
+  const std::int64_t now = clock_();
+  std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
+  // The state of the keys this group touched so far (nullopt: deleted).
+  std::unordered_map<std::string_view, std::optional<RuleMeta>> touched;
+  std::vector<StoreRecord> recs;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const Change& c = changes[i];
+    if (c.key.empty() || (c.op == Change::Op::add && !add_is_valid(c.key, c.text, c.ttl_ms))) {
+      (*results)[i] = Errc::invalid_argument;
+      continue;
+    }
+    auto it = touched.find(c.key);
+    if (it == touched.end()) it = touched.emplace(c.key, rules_.find(c.key)).first;
+    std::optional<RuleMeta>& cur = it->second;
+    if (c.op == Change::Op::del) {
+      if (!cur) {
+        (*results)[i] = Errc::absent;
+        continue;
+      }
+      StoreRecord r;
+      r.op = RecordOp::del;
+      r.key.assign(c.key);
+      recs.push_back(std::move(r));
+      cur.reset();
+    } else {
+      if (cur) {
+        (*results)[i] = add_onto_present(*cur, c.ttl_ms);
+        if ((*results)[i] == Errc::exists) continue;
+      }
+      StoreRecord r = add_record(c.key, c.text, c.ttl_ms, now, cur ? &*cur : nullptr, &next_id);
+      cur = RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, r.text};
+      recs.push_back(std::move(r));
+    }
+    which.push_back(i);
+  }
+  if (Status s = append_and_sync(recs); !s.ok()) {
+    for (std::size_t i : which) (*results)[i] = Errc::io_error;
+    return s;
+  }
+  if (!log_) mem_seq_ = next_id - 1;
+  for (auto& r : recs) apply_in_memory(std::move(r));
   return Status::Ok();
 }
 

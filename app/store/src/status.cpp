@@ -8,6 +8,7 @@ const char* errc_name(Errc e) noexcept {
   switch (e) {
     case Errc::ok: return "ok";
     case Errc::exists: return "exists";
+    case Errc::updated: return "updated";
     case Errc::absent: return "absent";
     case Errc::invalid_argument: return "invalid_argument";
     case Errc::io_error: return "io_error";

@@ -84,15 +84,34 @@ class RuleStore {
                      RecoveryReport* report = nullptr);
   ~RuleStore();
 
-  // ok (rule stored, *added filled), exists (present: nothing written),
+  // The latest add defines a rule's lifetime (as `ipset add -exist` refreshes
+  // a timeout): an add of a present key with ttl_ms > 0, or of a present key
+  // that has an expiry, replaces the expiry (its id, text and added time stay).
+  //
+  // ok (rule stored, *added filled), exists (present, both without expiry:
+  // nothing written), updated (present: the expiry was replaced),
   // invalid_argument (empty key, negative ttl, too large), io_error.
   Status add(std::string_view key, std::string_view text, std::int64_t ttl_ms = 0,
              RuleMeta* added = nullptr);
   // Like add() for many rules with one fsync. results[i] is ok / exists /
-  // invalid_argument for reqs[i] (duplicates inside the batch: the first wins,
-  // later ones report exists). The return value is ok or the I/O error (then
-  // none of the batch is applied in memory).
+  // updated / invalid_argument for reqs[i] (duplicates inside the batch: the
+  // first wins, later ones report exists). The return value is ok or the I/O
+  // error (then none of the batch is applied in memory).
   Status add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results);
+
+  // One change of a group commit.
+  struct Change {
+    enum class Op : std::uint8_t { add, del };
+    Op op = Op::add;
+    std::string_view key;
+    std::string_view text;    // add only
+    std::int64_t ttl_ms = 0;  // add only; 0 = no expiry
+  };
+  // Applies the changes in order, each seeing the effect of those before it
+  // (add: ok / exists / updated / invalid_argument as for add(); del: ok /
+  // absent), with one fsync for the whole group. The return value is ok or the
+  // I/O error; then nothing of the group is applied in memory.
+  Status apply(std::span<const Change> changes, std::vector<Errc>* results);
   // ok (*removed filled), absent (nothing written), io_error.
   Status del(std::string_view key, RuleMeta* removed = nullptr);
   // Removes every rule (one journal record).
@@ -129,6 +148,7 @@ class RuleStore {
                   RuleMeta* first_added);
   Status append_and_sync(const std::vector<StoreRecord>& recs);
   void note_synced();
+  void apply_in_memory(StoreRecord&& r);  // after the record is durable
   void apply_replay(std::string_view payload, Status* error);
   void clear_memory(std::vector<Removed>* removed);
 

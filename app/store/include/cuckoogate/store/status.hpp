@@ -12,6 +12,7 @@ namespace cg::store {
 enum class Errc {
   ok = 0,
   exists,            // add of a key that is present: nothing changed
+  updated,           // add of a present key with another lifetime: its expiry was replaced
   absent,            // delete of a key that is not present: nothing changed
   invalid_argument,  // bad input (empty key, oversized record, ...): nothing changed
   io_error,          // a system call failed; the store refuses further writes
