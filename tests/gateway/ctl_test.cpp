@@ -2,7 +2,17 @@
 // vdevs): every command, exit codes, messages, and a 100k-rule bulk load.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -190,6 +200,169 @@ TEST_F(Ctl, LoadWithABadLineAppliesNothing) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
   EXPECT_EQ(ctl({"check", "src 192.0.2.50"}).status, 1);
+}
+
+// Sends raw bytes to the control socket, half-closes, returns all it answered.
+std::string raw_request(const std::string& sock, const std::string& bytes) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, sock.c_str(), sizeof(a.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return "<no connection>";
+  }
+  [[maybe_unused]] ssize_t w = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Item 1: an argument holding a line break must not become a second command.
+TEST_F(Ctl, ALineBreakInAnArgumentIsRefusedBeforeAnythingIsSent) {
+  ASSERT_EQ(ctl({"add", "host keep.example"}).status, 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"add", "host a.example\nflush all"},
+        {"add", "host a.example\rflush all"},
+        {"check", "host keep.example\nflush all"},
+        {"del", "host nothing.example\ndel host keep.example"},
+        {"add", "host a.example", "host b.example\nflush all"},
+        {"list", "host\nflush all"},
+        {"flush", "host\nflush all"}}) {
+    const Result r = ctl(args);
+    EXPECT_EQ(r.status, 2) << args[1];
+    EXPECT_NE(r.err.find("line break"), std::string::npos) << r.err;
+    EXPECT_EQ(ctl({"check", "host keep.example"}).status, 0) << "smuggled through " << args[0];
+  }
+  EXPECT_EQ(ctl({"check", "host a.example"}).status, 1);  // nothing of it was applied
+  // The server side: a CR or NUL inside a line is an error, not a second command.
+  const std::string got = raw_request(sock_, std::string("add host a.example\rflush all\nadd host b.example\0flush all\n", 58));
+  EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 2) << got;
+  EXPECT_EQ(got.rfind("ERR 400 control character 0x0d", 0), 0u) << got;
+  EXPECT_NE(got.find("\nERR 400 control character 0x00"), std::string::npos) << got;
+  EXPECT_EQ(ctl({"check", "host keep.example"}).status, 0);
+  EXPECT_EQ(ctl({"del", "host keep.example"}).status, 0);
+}
+
+// Item 2: every command checks its arguments; flushing everything takes 'all'.
+TEST_F(Ctl, CommandsCheckTheirArgumentsAndFlushNeedsAScope) {
+  ASSERT_EQ(ctl({"add", "host tracker.example.net", "src 192.0.2.200"}).status, 0);
+  const std::string got = raw_request(sock_, "flush host tracker.example.net\nflush\nping x\nhelp x\nquit x\n");
+  std::istringstream lines(got);
+  std::string l;
+  int n = 0;
+  while (std::getline(lines, l)) {
+    EXPECT_EQ(l.rfind("ERR 400", 0), 0u) << l;
+    ++n;
+  }
+  EXPECT_EQ(n, 5) << got;
+  EXPECT_EQ(ctl({"check", "host tracker.example.net"}).status, 0);  // nothing flushed
+  Result r = ctl({"flush"});
+  EXPECT_EQ(r.status, 2);  // the scope is required
+  r = ctl({"flush", "host"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "flushed 1\n");
+  EXPECT_EQ(ctl({"check", "host tracker.example.net"}).status, 1);
+  EXPECT_EQ(ctl({"check", "src 192.0.2.200"}).status, 0);  // another kind stays
+  EXPECT_EQ(ctl({"del", "src 192.0.2.200"}).status, 0);
+  r = ctl({"ping"});
+  EXPECT_EQ(r.out, "pong\n");  // no protocol prefix, like every other command
+}
+
+// Item 3, client side: only regular files (or -) are loaded.
+TEST_F(Ctl, LoadRefusesDirectoriesDevicesAndFifos) {
+  const std::string fifo = GatewayEnv::dir() + "/rules.fifo";
+  ::mkfifo(fifo.c_str(), 0600);
+  for (const std::string& f : {GatewayEnv::dir(), std::string("/dev/zero"), fifo}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = ctl({"load", f});
+    EXPECT_EQ(r.status, 2) << f;
+    EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("loaded"), std::string::npos) << r.out;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << f;  // no hang on a FIFO
+  }
+}
+
+// Item 8: cuckoogatectl believes only a server run by root or by the caller.
+TEST_F(Ctl, RefusesAServerOfAnotherUser) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to run a listener as another user";
+  // The test directory is 0700; the other user needs one it can enter.
+  char tmpl[] = "/tmp/cg-ctl-other-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ::chmod(dir.c_str(), 0777);
+  const std::string path = dir + "/fake.sock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // a fake gateway as nobody: answers OK to anything
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(3);
+    const int l = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(l, 4) != 0) _exit(4);
+    ::chmod(path.c_str(), 0777);
+    [[maybe_unused]] ssize_t w = ::write(ready[1], "r", 1);
+    for (int i = 0; i < 4; ++i) {
+      const int c = ::accept(l, nullptr, nullptr);
+      if (c < 0) break;
+      static constexpr char kOk[] = "OK present\n";
+      w = ::send(c, kOk, sizeof(kOk) - 1, MSG_NOSIGNAL);
+      ::close(c);
+    }
+    _exit(0);
+  }
+  ::close(ready[1]);
+  char b;
+  const bool up = ::read(ready[0], &b, 1) == 1;  // 0: the child failed before listening
+  const Result r = run({GatewayEnv::ctl(), "-s", path, "check", "host x.example"}, GatewayEnv::dir());
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ::close(ready[0]);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(up) << "the fake server as uid 65534 did not start";
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// Item 9: the latest add defines the lifetime, and the answer says so.
+TEST_F(Ctl, TheLatestAddDefinesTheRuleLifetime) {
+  ASSERT_EQ(ctl({"add", "--ttl", "600", "host ttl.example"}).status, 0);
+  Result r = ctl({"add", "host ttl.example"});
+  EXPECT_EQ(r.out, "host ttl.example: ttl updated\n");
+  r = ctl({"list", "host", "ttl.example"});
+  EXPECT_EQ(r.out, "host ttl.example\n");  // permanent now
+  r = ctl({"add", "host ttl.example"});
+  EXPECT_EQ(r.out, "host ttl.example: exists\n");
+  r = ctl({"add", "--ttl", "900", "host ttl.example"});
+  EXPECT_EQ(r.out, "host ttl.example: ttl updated\n");
+  r = ctl({"list", "host", "ttl.example"});
+  EXPECT_EQ(r.out.rfind("host ttl.example ttl=", 0), 0u) << r.out;
+  EXPECT_EQ(ctl({"del", "host ttl.example"}).status, 0);
+}
+
+// Item 10: several rules in one command are one batch: all or nothing.
+TEST_F(Ctl, SeveralRulesInOneCommandAreAllOrNothing) {
+  Result r = ctl({"add", "host a.test", "host b.test", "host bad..x"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nothing applied"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "host a.test"}).status, 1);
+  EXPECT_EQ(ctl({"check", "host b.test"}).status, 1);
+  r = ctl({"add", "host a.test", "host b.test"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "host a.test: added\nhost b.test: added\n");
+  r = ctl({"del", "host a.test", "host absent.test"});  // one absent: nothing deleted
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not in blocklist: host absent.test"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "host a.test"}).status, 0);
+  r = ctl({"del", "host a.test", "host b.test"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "host a.test: deleted\nhost b.test: deleted\n");
 }
 
 }  // namespace
