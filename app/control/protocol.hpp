@@ -30,7 +30,7 @@ namespace cg {
 inline constexpr std::size_t kMaxLoadBytesPerClient = std::size_t{512} << 20;
 inline constexpr std::size_t kMaxLoadBytesTotal = std::size_t{1} << 30;
 // Queued add/del requests before a commit is forced within a poll round.
-inline constexpr std::size_t kMaxGroup = 16384;
+inline constexpr std::size_t kMaxGroup = 1024;
 
 // Per-connection state: a `load` or `batch` in progress collects its lines
 // until ".".

@@ -55,7 +55,7 @@ class ControlServer {
 
   static constexpr std::size_t kMaxClients = 64;
   static constexpr std::chrono::milliseconds kDefaultIdleTimeout{30000};
-  static constexpr std::size_t kReadBudget = 256u << 10;
+  static constexpr std::size_t kReadBudget = 16u << 10;
   static constexpr std::size_t kOutHighWater = 1u << 20;
   static constexpr std::size_t kMaxUnreadTotal = std::size_t{512} << 20;
 
