@@ -1,7 +1,10 @@
 #include "gateway/config.hpp"
 
 #include <cstdlib>
+#include <exception>
 #include <toml++/toml.h>
+
+#include "gateway/file_read.hpp"
 
 namespace cg {
 
@@ -26,6 +29,22 @@ bool check_keys(const toml::table& t, std::initializer_list<std::string_view> kn
   return true;
 }
 
+// A string value bound for a C API (a path, an EAL argument): an embedded NUL
+// (TOML allows "\u0000") would silently cut it short there, so it is refused.
+bool c_string(const toml::node& n, std::string& out, const std::string& where, std::string* err) {
+  const std::string* s = n.is_string() ? &n.as_string()->get() : nullptr;
+  if (s == nullptr) {
+    *err = where + ": expected a string";
+    return false;
+  }
+  if (s->find('\0') != std::string::npos) {
+    *err = where + ": a string may not contain a NUL character";
+    return false;
+  }
+  out = *s;
+  return true;
+}
+
 bool string_list(const toml::node* n, std::vector<std::string>& out, const std::string& where,
                  std::string* err) {
   if (n == nullptr) return true;
@@ -39,7 +58,9 @@ bool string_list(const toml::node* n, std::vector<std::string>& out, const std::
       *err = where + ": expected an array of strings";
       return false;
     }
-    out.push_back(std::string(*e.value<std::string>()));
+    std::string v;
+    if (!c_string(e, v, where, err)) return false;
+    out.push_back(std::move(v));
   }
   return true;
 }
@@ -59,24 +80,15 @@ bool integer(const toml::table& t, const char* key, T lo, T hi, T& out, const st
   return true;
 }
 
+// A port by name or number; "" for anything else (or a name with a NUL).
 std::string port_ref(const toml::node& n) {
-  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
-  if (n.is_string()) return std::string(*n.value<std::string>());
+  if (n.is_integer()) return std::to_string(n.as_integer()->get());
+  if (n.is_string() && n.as_string()->get().find('\0') == std::string::npos) return n.as_string()->get();
   return {};
 }
 
-}  // namespace
-
-bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& src = e.source();
-    *err = path + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column) +
-           ": " + std::string(e.description());
-    return false;
-  }
+// The keys of a parsed document; `path` names the file in errors.
+bool read_root(const toml::table& root, const std::string& path, GatewayConfig& c, std::string* err) {
   if (!check_keys(root, {"eal", "gateway", "pair"}, path, err)) return false;
   if (const toml::table* eal = root["eal"].as_table()) {
     if (!check_keys(*eal, {"args"}, path + ": [eal]", err)) return false;
@@ -114,15 +126,11 @@ bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
     if (!integer(*g, "capacity", std::size_t{1}, std::size_t{858993459}, c.capacity, w, err)) return false;
     if (!integer(*g, "rx_desc", uint16_t{64}, uint16_t{32768}, c.rx_desc, w, err)) return false;
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;
-    for (const char* key : {"ctl", "state_dir"}) {
-      if (const toml::node* s = g->get(key)) {
-        if (!s->is_string()) {
-          *err = w + "." + key + ": expected a string";
-          return false;
-        }
-        (std::string_view(key) == "ctl" ? c.ctl : c.state_dir) = *s->value<std::string>();
-      }
-    }
+    if (const toml::node* s = g->get("ctl"); s != nullptr && !c_string(*s, c.ctl, w + ".ctl", err))
+      return false;
+    if (const toml::node* s = g->get("state_dir");
+        s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))
+      return false;
     if (!string_list(g->get("rules"), c.rules, w + ".rules", err)) return false;
   } else if (root.contains("gateway")) {
     *err = path + ": 'gateway' must be a table";
@@ -137,11 +145,12 @@ bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
     for (std::size_t i = 0; i < pairs->size(); ++i) {
       const std::string w = path + ": pair[" + std::to_string(i) + "]";
       const toml::table* t = (*pairs)[i].as_table();
-      const toml::array* ports = t ? (*t)["ports"].as_array() : nullptr;
-      if (t == nullptr || !check_keys(*t, {"ports"}, w, err)) {
-        if (err->empty()) *err = w + ": expected a table";
+      if (t == nullptr) {
+        *err = w + ": expected a table";
         return false;
       }
+      if (!check_keys(*t, {"ports"}, w, err)) return false;
+      const toml::array* ports = (*t)["ports"].as_array();
       if (ports == nullptr || ports->size() != 2 || port_ref((*ports)[0]).empty() ||
           port_ref((*ports)[1]).empty()) {
         *err = w + ".ports: expected two port names or numbers";
@@ -151,6 +160,31 @@ bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool parse_config(std::string_view text, const std::string& name, GatewayConfig& c, std::string* err) {
+  // toml++ reports a syntax error by throwing; nothing else it is asked here
+  // should throw, but whatever does (std::bad_alloc) becomes an error too,
+  // since a file named as the configuration can hold any bytes.
+  try {
+    const toml::table root = toml::parse(text, name);
+    return read_root(root, name, c, err);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    *err = name + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column) +
+           ": " + std::string(e.description());
+  } catch (const std::exception& e) {
+    *err = name + ": cannot parse: " + e.what();
+  }
+  return false;
+}
+
+bool load_config(const std::string& path, GatewayConfig& c, std::string* err) {
+  std::string text;
+  if (!read_regular_file(path, "configuration file", kMaxConfigFileBytes, text, err)) return false;
+  return parse_config(text, path, c, err);
 }
 
 }  // namespace cg

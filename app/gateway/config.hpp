@@ -2,9 +2,11 @@
 // Parsed once at start-up; any error names the file, the key and the problem.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cg {
@@ -30,7 +32,20 @@ struct GatewayConfig {
   std::vector<PairConfig> pairs;        // empty: pair EAL's ports in order
 };
 
-// Loads `path`; false and *err ("FILE: key 'x': ...") on any problem.
+// The largest configuration file read (1 MiB; the examples are ~2 KiB).
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
+
+// Loads `path`, which must be a regular file of at most kMaxConfigFileBytes
+// (read_regular_file in gateway/file_read.hpp: a directory, FIFO or device is
+// an error, never a hang), then parses it as parse_config does. False and
+// *err ("FILE: is a directory", "FILE:LINE:COLUMN: ...", "FILE: gateway.x:
+// ...") on any problem; `c` may then be partly filled.
 bool load_config(const std::string& path, GatewayConfig& c, std::string* err);
+
+// Parses TOML `text` into `c`; `name` (the file name) starts every error.
+// Never throws: whatever the bytes, it returns true with `c` filled, or false
+// with *err set. Strings that must reach C APIs (paths, EAL arguments, port
+// names) may not contain NUL. Thread-safe: no shared state.
+bool parse_config(std::string_view text, const std::string& name, GatewayConfig& c, std::string* err);
 
 }  // namespace cg

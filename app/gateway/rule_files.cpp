@@ -1,26 +1,38 @@
 #include "gateway/rule_files.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <iterator>
+
+#include "gateway/file_read.hpp"
 
 namespace cg {
+namespace {
+
+// Bad lines listed per file; a binary file passed by mistake would otherwise
+// print one error for each of its lines.
+constexpr std::size_t kMaxErrorsShown = 20;
+
+}  // namespace
 
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err) {
   std::vector<Rule> all;
   std::string problems;
   for (const std::string& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) {
-      problems += f + ": cannot open rule file\n";
+    std::string text, why;
+    if (!read_regular_file(f, "rule file", kMaxRuleFileBytes, text, &why)) {
+      problems += why + "\n";
       continue;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    RuleFileParse p = parse_rules(ss.str(), /*skip_bad=*/false);
-    for (const ParseError& e : p.errors)
+    RuleFileParse p = parse_rules(text, /*skip_bad=*/false);
+    const std::size_t shown = std::min(p.errors.size(), kMaxErrorsShown);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const ParseError& e = p.errors[i];
       problems += f + ":" + std::to_string(e.line) + ":" + std::to_string(e.column) + ": expected " +
                   e.expected + "\n";
-    all.insert(all.end(), p.rules.begin(), p.rules.end());
+    }
+    if (p.errors.size() > shown)
+      problems += f + ": " + std::to_string(p.errors.size() - shown) + " more bad lines\n";
+    all.insert(all.end(), std::make_move_iterator(p.rules.begin()), std::make_move_iterator(p.rules.end()));
   }
   if (!problems.empty()) {
     problems.pop_back();

@@ -1,6 +1,7 @@
 // Reading blocklist files at start-up (all or nothing).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -8,9 +9,21 @@
 
 namespace cg {
 
-// Reads and parses every file. On any unreadable file or bad line, returns
-// false with *err naming every problem as "FILE:LINE:COLUMN: expected ..."
-// and leaves `out` untouched.
+// The largest rule file read: 1 GiB, ten million rules of up to ~100
+// characters a line. Larger files are refused, not truncated.
+inline constexpr std::size_t kMaxRuleFileBytes = std::size_t{1} << 30;
+
+// Reads and parses every file. Each must be a regular file of at most
+// kMaxRuleFileBytes (read_regular_file in gateway/file_read.hpp: a directory,
+// FIFO or device is an error, never an empty file or a hang); "-" is not
+// stdin here but a file of that name, since rules at start-up come from
+// files named on the command line or in the configuration (a pipe can feed a
+// running gateway through `cuckoogatectl load -`).
+//
+// On any unreadable file or bad line, returns false with *err naming every
+// problem, one a line ("FILE: is a directory", "FILE:LINE:COLUMN: expected
+// ..."; after 20 bad lines of one file, "FILE: N more bad lines"), and
+// leaves `out` untouched.
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err);
 
 }  // namespace cg

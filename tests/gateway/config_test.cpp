@@ -2,20 +2,21 @@
 // file is an error that names the file and the key.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "gateway/config.hpp"
+#include "scratch_files.hpp"
 
 namespace cg {
 namespace {
 
+// A new file holding `text`, in a directory removed when the tests end.
 std::string write(const std::string& text) {
+  static test::ScratchDir dir;
   static int n = 0;
-  const std::string path = "/tmp/cg-config-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".toml";
-  std::ofstream(path) << text;
-  return path;
+  return dir.write(std::to_string(n++) + ".toml", text);
 }
 
 TEST(Config, ShippedVdevExampleParses) {
@@ -84,7 +85,96 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[[pair]]\nports = [\"a\"]\n", "pair[0].ports"},
                     Bad{"[[pair]]\nport = [\"a\", \"b\"]\n", "unknown key 'port'"},
                     Bad{"[gateway\nworkers = 1\n", ":1:"},
-                    Bad{"bogus = 1\n", "unknown key 'bogus'"}));
+                    Bad{"bogus = 1\n", "unknown key 'bogus'"},
+                    // A NUL would cut a path or an EAL argument short at the C API.
+                    Bad{"[gateway]\nrules = [\"ok.rules\", \"a.rules\\u0000b\"]\n", "gateway.rules: a string may not contain a NUL"},
+                    Bad{"[gateway]\nctl = \"/tmp/s\\u0000\"\n", "gateway.ctl: a string may not contain a NUL"},
+                    Bad{"[gateway]\nstate_dir = \"\\u0000\"\n", "gateway.state_dir: a string may not contain a NUL"},
+                    Bad{"[eal]\nargs = [\"-l\\u00000\"]\n", "eal.args: a string may not contain a NUL"},
+                    Bad{"[[pair]]\nports = [\"a\\u0000\", \"b\"]\n", "pair[0].ports"},
+                    Bad{"[[pair]]\nports = [0, 1]\n[[pair]]\nports = 3\n", "pair[1].ports"},
+                    Bad{"pair = [1]\n", "pair[0]: expected a table"}));
+
+// A directory, FIFO, device or oversized file is refused by load_config
+// itself (the command line's check lets some of them through), promptly.
+class ConfigFile : public testing::Test {
+ protected:
+  // load_config(path), failing the test if it does not return within 10 s.
+  bool load(const std::string& path) {
+    err_.clear();
+    const auto r = test::returns_within(std::chrono::seconds(10), {path},
+                                        [&] { return load_config(path, c_, &err_); });
+    if (!r) ADD_FAILURE() << "load_config blocked for 10 s";
+    return r.value_or(true);
+  }
+
+  GatewayConfig c_;
+  test::ScratchDir dir_;
+  std::string err_;
+};
+
+TEST_F(ConfigFile, DirectoryIsAnError) {
+  EXPECT_FALSE(load(dir_.path()));
+  EXPECT_EQ(err_, dir_.path() + ": is a directory");
+}
+
+TEST_F(ConfigFile, DevZeroIsAnErrorNotAnEmptyConfiguration) {
+  EXPECT_FALSE(load("/dev/zero"));
+  EXPECT_EQ(err_, "/dev/zero: not a regular file (a character device)");
+}
+
+TEST_F(ConfigFile, FifoIsAnErrorNotAHang) {
+  const std::string fifo = dir_.fifo("gw.toml");
+  EXPECT_FALSE(load(fifo));
+  EXPECT_EQ(err_, fifo + ": not a regular file (a FIFO)");
+}
+
+TEST_F(ConfigFile, MissingFileIsAnError) {
+  EXPECT_FALSE(load(dir_.path("none.toml")));
+  EXPECT_EQ(err_, dir_.path("none.toml") + ": cannot open: No such file or directory");
+}
+
+TEST_F(ConfigFile, LargerThanTheLimitIsRefusedUnread) {
+  const std::string big = dir_.sparse("big.toml", static_cast<off_t>(kMaxConfigFileBytes) + 1);
+  EXPECT_FALSE(load(big));
+  EXPECT_EQ(err_, big + ": larger than 1048576 bytes (1 MiB, the limit for a configuration file)");
+}
+
+TEST_F(ConfigFile, FileOfExactlyTheLimitIsRead) {
+  const std::string head = "[gateway]\nworkers = 3\n#";
+  const std::string path =
+      dir_.write("full.toml", head + std::string(kMaxConfigFileBytes - head.size() - 1, 'x') + "\n");
+  ASSERT_EQ(std::filesystem::file_size(path), kMaxConfigFileBytes);
+  ASSERT_TRUE(load(path)) << err_;
+  EXPECT_EQ(c_.workers, 3u);
+}
+
+TEST(ParseConfig, ReadsTextAndNamesTheGivenNameInErrors) {
+  GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_config("[gateway]\nworkers = 2\nrules = [\"a.rules\"]\n", "inline", c, &err)) << err;
+  EXPECT_EQ(c.workers, 2u);
+  EXPECT_EQ(c.rules, std::vector<std::string>{"a.rules"});
+  EXPECT_FALSE(parse_config("[gateway]\nworkerz = 2\n", "inline", c, &err));
+  EXPECT_EQ(err, "inline: gateway: unknown key 'workerz'");
+  EXPECT_FALSE(parse_config("[gateway]\nworkers = = 2\n", "inline", c, &err));
+  EXPECT_EQ(err.rfind("inline:2:", 0), 0u) << err;
+}
+
+TEST(ParseConfig, BinaryGarbageIsAnErrorNotAnException) {
+  GatewayConfig c;
+  std::string err;
+  EXPECT_FALSE(parse_config(std::string_view("\0\xff\xfe[[\x80", 6), "bin", c, &err));
+  EXPECT_EQ(err.rfind("bin:", 0), 0u) << err;
+}
+
+TEST(ParseConfig, DeeplyNestedArraysAreRefusedNotACrash) {
+  GatewayConfig c;
+  std::string err;
+  EXPECT_FALSE(parse_config("x = " + std::string(100000, '['), "deep", c, &err));
+  EXPECT_NE(err.find("nested"), std::string::npos) << err;
+  EXPECT_FALSE(parse_config("x = " + std::string(100000, '{') , "deep", c, &err));
+}
 
 }  // namespace
 }  // namespace cg
