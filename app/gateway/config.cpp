@@ -15,6 +15,97 @@ std::string default_ctl_path() {
 
 namespace {
 
+// Two kinds of text make toml++ 3.3.0 (Debian 12's) misbehave, so they are
+// refused before it sees them:
+//  - It recurses once per part of a dotted key or table header ("a.b.c")
+//    with no limit of its own (TOML_MAX_NESTED_VALUES bounds only nested
+//    arrays and inline tables): a 100 KB line "a.a.a. ... = 1" overflows the
+//    stack. No key here has more than two parts, so a line with more than
+//    kMaxKeyDots dots outside strings and comments is refused (an upper bound
+//    on the parts of its keys; dots in numbers count too, and no value here
+//    is a float).
+//  - Asked whether a raw non-ASCII character is whitespace (between tokens,
+//    in a key, after a backslash in a """string"""), it reaches
+//    __builtin_unreachable() for most of them (U+00A1 and up; upstream
+//    marzer/tomlplusplus#295): undefined behaviour. Raw non-ASCII is
+//    therefore allowed in comments only; a string can still hold any
+//    character as a \uXXXX escape, which toml++ decodes without asking.
+constexpr std::size_t kMaxKeyDots = 64;
+
+// False and *err ("NAME:LINE:COLUMN: ...") for the first place breaking
+// either rule above. The scan follows TOML's rules for where strings and
+// comments start and end; on text that is not TOML it may lose track, but
+// toml++ then fails on that text before the difference matters.
+bool screen_text(std::string_view t, const std::string& name, std::string* err) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  In in = In::kCode;
+  std::size_t line = 1, line_start = 0, dots = 0;
+  auto fail = [&](std::size_t i, const std::string& why) {
+    *err = name + ":" + std::to_string(line) + ":" + std::to_string(i - line_start + 1) + ": " + why;
+    return false;
+  };
+  auto three = [&](std::size_t i, char q) { return t.substr(i, 3) == std::string(3, q); };
+  // At i, the first of three closing quotes q: skips them and up to two more
+  // (TOML's """a"""" is the string a" and its delimiter).
+  auto close_multi = [&](std::size_t& i, char q) {
+    i += 2;
+    for (int extra = 0; extra < 2 && i + 1 < t.size() && t[i + 1] == q; ++extra) ++i;
+  };
+  const std::size_t bom = t.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // toml++ skips a UTF-8 BOM
+  for (std::size_t i = bom; i < t.size(); ++i) {
+    const char ch = t[i];
+    if (ch == '\n') {
+      ++line;
+      line_start = i + 1;
+      dots = 0;
+      // A comment ends here; a one-line string too (toml++ then fails on it).
+      if (in == In::kComment || in == In::kBasic || in == In::kLiteral) in = In::kCode;
+      continue;
+    }
+    if (static_cast<unsigned char>(ch) >= 0x80 && in != In::kComment)
+      return fail(i, "a non-ASCII character outside a comment (in a string, write it as \\uXXXX)");
+    switch (in) {
+      case In::kCode:
+        if (ch == '#') {
+          in = In::kComment;
+        } else if (ch == '"' || ch == '\'') {
+          const bool multi = three(i, ch);
+          in = ch == '"' ? (multi ? In::kMultiBasic : In::kBasic) : (multi ? In::kMultiLiteral : In::kLiteral);
+          if (multi) i += 2;
+        } else if (ch == '.' && ++dots > kMaxKeyDots) {
+          return fail(i, "more than " + std::to_string(kMaxKeyDots) +
+                             " dots outside strings: keys nested this deep are not read");
+        }
+        break;
+      case In::kComment:
+        break;
+      case In::kBasic:
+      case In::kMultiBasic:
+        // An escaped character (maybe a quote) is skipped, unless it is a line
+        // break or non-ASCII: those are looked at on the next round.
+        if (ch == '\\' && i + 1 < t.size() && t[i + 1] != '\n' && static_cast<unsigned char>(t[i + 1]) < 0x80) {
+          ++i;
+        } else if (ch == '"' && in == In::kBasic) {
+          in = In::kCode;
+        } else if (ch == '"' && three(i, '"')) {
+          in = In::kCode;
+          close_multi(i, '"');
+        }
+        break;
+      case In::kLiteral:
+      case In::kMultiLiteral:
+        if (ch == '\'' && in == In::kLiteral) {
+          in = In::kCode;
+        } else if (ch == '\'' && three(i, '\'')) {
+          in = In::kCode;
+          close_multi(i, '\'');
+        }
+        break;
+    }
+  }
+  return true;
+}
+
 // Known keys per table: an unknown key is an error (a typo must not be ignored).
 bool check_keys(const toml::table& t, std::initializer_list<std::string_view> known,
                 const std::string& where, std::string* err) {
@@ -168,6 +259,7 @@ bool parse_config(std::string_view text, const std::string& name, GatewayConfig&
   // toml++ reports a syntax error by throwing; nothing else it is asked here
   // should throw, but whatever does (std::bad_alloc) becomes an error too,
   // since a file named as the configuration can hold any bytes.
+  if (!screen_text(text, name, err)) return false;
   try {
     const toml::table root = toml::parse(text, name);
     return read_root(root, name, c, err);

@@ -168,6 +168,58 @@ TEST(ParseConfig, BinaryGarbageIsAnErrorNotAnException) {
   EXPECT_EQ(err.rfind("bin:", 0), 0u) << err;
 }
 
+// toml++ has no depth limit for dotted keys and table headers: 100 KB of
+// "a.a.a..." used to overflow the stack (SIGSEGV) of whoever loaded it.
+TEST(ParseConfig, DeeplyDottedKeysAreRefusedNotACrash) {
+  std::string dotted, header = "[", comment = "# ";
+  for (int i = 0; i < 200000; ++i) {
+    dotted += "a.";
+    header += "a.";
+    comment += "a.";
+  }
+  GatewayConfig c;
+  std::string err;
+  EXPECT_FALSE(parse_config(dotted + "a = 1\n", "deep", c, &err));
+  EXPECT_EQ(err, "deep:1:130: more than 64 dots outside strings: keys nested this deep are not read");
+  EXPECT_FALSE(parse_config("[gateway]\n" + header + "a]\n", "deep", c, &err));
+  EXPECT_EQ(err.rfind("deep:2:131: more than 64 dots", 0), 0u) << err;
+  // Dots in comments and strings are not keys.
+  ASSERT_TRUE(parse_config(comment + "\n[gateway]\nrules = [\"" + comment + "\", '" + comment + "']\n" +
+                               "ctl = \"\"\"\n" + comment + "\\\"\"\"\"\n",
+                           "deep", c, &err))
+      << err.substr(0, 200);
+  EXPECT_EQ(c.rules.size(), 2u);
+  EXPECT_EQ(c.ctl.back(), '"');
+}
+
+// toml++ 3.3.0 asks whether a raw non-ASCII character is whitespace in
+// places where its answer is undefined behaviour (tomlplusplus#295): such
+// characters are refused outside comments, and \uXXXX escapes say the same.
+TEST(ParseConfig, RawNonAsciiIsRefusedOutsideComments) {
+  GatewayConfig c;
+  std::string err;
+  for (const char* text : {"[gateway]\nrules = [\"/srv/r\xc3\xa8gles.rules\"]\n",
+                           "[gateway]\nrules = ['\xce\xa2']\n",
+                           "[[pair]]\nports = [0, \xce\xa2\n",
+                           "[\"\xce\xa2\"]\n",
+                           "x = \"\"\"\\\n  \xce\xa2\"\"\"\n",
+                           "x = \"\\\xce\xa2\"\n"}) {
+    EXPECT_FALSE(parse_config(text, "utf8", c, &err)) << text;
+    EXPECT_NE(err.find("a non-ASCII character outside a comment (in a string, write it as \\uXXXX)"),
+              std::string::npos)
+        << err;
+  }
+  EXPECT_FALSE(parse_config("[gateway]\nrules = [\"\xc3\xa8\"]\n", "utf8", c, &err));
+  EXPECT_EQ(err.rfind("utf8:2:11: ", 0), 0u) << err;
+  // In comments, after a BOM, and escaped, all is well.
+  c = {};
+  ASSERT_TRUE(parse_config("\xEF\xBB\xBF# r\xc3\xa8gles \xce\xa2\n[gateway] # \xce\xa2\n"
+                           "rules = [\"/srv/r\\u00e8gles.rules\"] # \xe2\x80\x83\n",
+                           "utf8", c, &err))
+      << err;
+  EXPECT_EQ(c.rules, std::vector<std::string>{"/srv/r\xc3\xa8gles.rules"});
+}
+
 TEST(ParseConfig, DeeplyNestedArraysAreRefusedNotACrash) {
   GatewayConfig c;
   std::string err;
