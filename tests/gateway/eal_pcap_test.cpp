@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,7 +92,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int rc = RUN_ALL_TESTS();
+  // EAL leaves its runtime directory (/var/run/dpdk/<prefix>) behind; the
+  // prefix is this process's own, so all of it goes. The telemetry socket's
+  // own removal at exit then finds nothing, which it tolerates.
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
   rte_eal_cleanup();
+  std::error_code ec;
+  if (!runtime_dir.empty()) std::filesystem::remove_all(runtime_dir, ec);
   std::string cleanup = "rm -rf " + g_dir;
   if (std::system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", g_dir.c_str());
   return rc;

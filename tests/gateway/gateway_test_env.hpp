@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,14 @@ struct GatewayEnv {
   static std::string& ctl() { static std::string s; return s; }
   static std::string& dir() { static std::string s; return s; }
 };
+
+// Where EAL keeps a file prefix's runtime directory (<base>/<prefix>): what a
+// gateway must not leave behind, and what a test cleans up after SIGKILL.
+inline std::string eal_runtime_base() {
+  if (getuid() == 0) return "/var/run/dpdk";
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  return std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk";
+}
 
 // main() for the gateway tests: argv[1] = cuckoogate, argv[2] = cuckoogatectl.
 inline int gateway_test_main(int argc, char** argv) {
