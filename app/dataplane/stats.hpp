@@ -27,6 +27,7 @@ struct alignas(64) WorkerStats {
   std::array<std::atomic<uint64_t>, kRuleKindCount + 1> dropped_by_kind{};  // index = RuleKind
   std::atomic<uint64_t> malformed{0};      // malformed packets (whatever their verdict)
   std::atomic<uint64_t> malformed_dropped{0};
+  std::atomic<uint64_t> oversized{0};      // frames longer than the rx port's MTU allows (whatever their verdict)
   std::atomic<uint64_t> keys{0};           // keys looked up
   std::atomic<uint64_t> filter_hits{0};    // keys the filter reported as maybe present
   std::atomic<uint64_t> confirmed_hits{0}; // hits the exact set confirmed
@@ -36,9 +37,18 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> bursts{0};         // non-empty rx bursts
 };
 
+// Per rx queue a worker polls (one per QueueLink, in the same order): the bad
+// frames each port delivers, so the control lcore can name the port when it
+// warns (Engine::check_frame_health). Same single-writer rule as above; one
+// array per worker, cache-aligned, so workers never share a line.
+struct LinkStats {
+  std::atomic<uint64_t> malformed{0};
+  std::atomic<uint64_t> oversized{0};
+};
+
 // A plain snapshot, summed over workers by the control side.
 struct StatsSnapshot {
-  uint64_t rx = 0, passed = 0, dropped = 0, malformed = 0, malformed_dropped = 0;
+  uint64_t rx = 0, passed = 0, dropped = 0, malformed = 0, malformed_dropped = 0, oversized = 0;
   std::array<uint64_t, kRuleKindCount + 1> dropped_by_kind{};
   uint64_t keys = 0, filter_hits = 0, confirmed_hits = 0, fp_avoided = 0, tx_failed = 0,
            lookup_retries = 0, bursts = 0;
@@ -50,6 +60,7 @@ struct StatsSnapshot {
     dropped += ld(w.dropped);
     malformed += ld(w.malformed);
     malformed_dropped += ld(w.malformed_dropped);
+    oversized += ld(w.oversized);
     for (std::size_t k = 0; k < dropped_by_kind.size(); ++k) dropped_by_kind[k] += ld(w.dropped_by_kind[k]);
     keys += ld(w.keys);
     filter_hits += ld(w.filter_hits);

@@ -20,8 +20,18 @@ struct WorkerScratch {
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
 };
 
+// What a frame may add to the MTU: the Ethernet header and two VLAN tags
+// (QinQ). The CRC is not in the mbuf.
+inline constexpr uint32_t kL2Overhead = 14 + 2 * 4;
+
 bool Worker::prepare(const WorkerConfig& cfg, int socket) {
   cfg_ = cfg;
+  max_frame_.clear();
+  for (const QueueLink& l : cfg.links) {
+    uint16_t mtu = 1500;
+    if (rte_eth_dev_get_mtu(l.rx_port, &mtu) != 0) mtu = 1500;
+    max_frame_.push_back(uint32_t{mtu} + kL2Overhead);
+  }
   s_ = static_cast<WorkerScratch*>(
       rte_zmalloc_socket("cg_worker_scratch", sizeof(WorkerScratch), RTE_CACHE_LINE_SIZE, socket));
   return s_ != nullptr;
@@ -36,13 +46,14 @@ int Worker::main(void* arg) {
 
 // Classifies, looks up and decides a burst. Fills pass[] (returned count)
 // and drop[] (*ndrop). Every packet ends up in exactly one of them.
-uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf** drop,
-                         uint16_t* ndrop) {
+// *nbad and *nbig count the malformed and oversized frames of the burst.
+uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass,
+                         rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig) {
   WorkerScratch& s = *s_;
   WorkerStats& st = *cfg_.stats;
   if (!cfg_.filtering) {  // the same pipeline without classification or lookup
     for (uint16_t i = 0; i < n; ++i) pass[i] = pkts[i];
-    *ndrop = 0;
+    *ndrop = *nbad = *nbig = 0;
     return n;
   }
   // acquire: pairs with the control lcore's release when a kind gains its
@@ -94,10 +105,13 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf*
   }
 
   uint16_t np = 0, nd = 0;
-  uint64_t malformed = 0, malformed_dropped = 0;
+  uint16_t malformed = 0, malformed_dropped = 0, oversized = 0;
   for (uint16_t i = 0; i < n; ++i) {
     const bool bad = s.keys[i].malformed;
     malformed += bad;
+    // Longer than the MTU allows: GRO/LRO merged segments (on af_packet
+    // ports also cut to the ring's frame size, hence malformed too).
+    oversized += rte_pktmbuf_pkt_len(pkts[i]) > max_frame;
     if (verdict[i] != 0) {                       // matched a rule: drop
       bump(st.dropped_by_kind[verdict[i]]);
       drop[nd++] = pkts[i];
@@ -115,7 +129,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf*
   bump(st.lookup_retries, ls.retries);
   if (malformed) bump(st.malformed, malformed);
   if (malformed_dropped) bump(st.malformed_dropped, malformed_dropped);
+  if (oversized) bump(st.oversized, oversized);
   *ndrop = nd;
+  *nbad = malformed;
+  *nbig = oversized;
   return np;
 }
 
@@ -132,7 +149,8 @@ void Worker::loop() {
   rte_rcu_qsbr_thread_online(cfg_.qsv, cfg_.id);
   // acquire: pairs with the control lcore's release store of `stop`.
   while (!cfg_.stop->load(std::memory_order_acquire)) {
-    for (const QueueLink& q : cfg_.links) {
+    for (std::size_t li = 0; li < cfg_.links.size(); ++li) {
+      const QueueLink& q = cfg_.links[li];
       uint16_t want = kBurst;
       if (cfg_.pps != 0) {  // replay pacing: stay at or below pps on average
         // 128-bit product: cycles * pps overflows 64 bits after minutes.
@@ -148,8 +166,13 @@ void Worker::loop() {
       const uint16_t n = rte_eth_rx_burst(q.rx_port, q.rx_queue, pkts, want);
       if (n == 0) continue;
       received += n;
-      uint16_t nd = 0;
-      const uint16_t np = process(pkts, n, pass, drop, &nd);
+      uint16_t nd = 0, nbad = 0, nbig = 0;
+      const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig);
+      if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port
+        LinkStats& lk = cfg_.link_stats[li];
+        if (nbad) bump(lk.malformed, nbad);
+        if (nbig) bump(lk.oversized, nbig);
+      }
 
       uint16_t sent = np ? rte_eth_tx_burst(q.tx_port, q.tx_queue, pass, np) : 0;
       for (int retry = 0; sent < np && retry < 3; ++retry)

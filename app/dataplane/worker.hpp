@@ -44,6 +44,7 @@ struct WorkerConfig {
   rte_rcu_qsbr* qsv = nullptr;
   const std::atomic<bool>* stop = nullptr;
   WorkerStats* stats = nullptr;
+  LinkStats* link_stats = nullptr;     // one per link, in `links` order
   std::atomic<uint64_t>* rule_hits = nullptr;  // this worker's per-rule counters, by slot
 };
 
@@ -51,7 +52,8 @@ struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
 
 class Worker {
  public:
-  // Allocates the scratch on the worker's NUMA socket; false on failure.
+  // Allocates the scratch on the worker's NUMA socket and reads each rx
+  // port's MTU (the ports must be configured); false on failure.
   bool prepare(const WorkerConfig& cfg, int socket);
   ~Worker();
   // lcore entry point: runs until *cfg.stop. arg is a Worker*.
@@ -59,8 +61,10 @@ class Worker {
 
  private:
   void loop();
-  uint16_t process(rte_mbuf** pkts, uint16_t n, rte_mbuf** pass, rte_mbuf** drop, uint16_t* ndrop);
+  uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
+                   uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
   WorkerConfig cfg_;
+  std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
   WorkerScratch* s_ = nullptr;
 };
 

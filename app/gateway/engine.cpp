@@ -2,13 +2,20 @@
 
 #include "cuckoogate/kcas.hpp"
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <new>
+
+#include "gateway/log.hpp"
+#include "gateway/ports.hpp"
 
 namespace cg {
 namespace {
@@ -39,6 +46,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
          s.dropped_by_kind[k]);
   line(out, p + "malformed", s.malformed);
   line(out, p + "malformed_dropped", s.malformed_dropped);
+  line(out, p + "oversized", s.oversized);
   line(out, p + "keys", s.keys);
   line(out, p + "filter_hits", s.filter_hits);
   line(out, p + "confirmed_hits", s.confirmed_hits);
@@ -60,6 +68,7 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(d, name.c_str(), s.dropped_by_kind[k]);
   }
   rte_tel_data_add_dict_u64(d, "malformed", s.malformed);
+  rte_tel_data_add_dict_u64(d, "oversized", s.oversized);
   rte_tel_data_add_dict_u64(d, "filter_hits", s.filter_hits);
   rte_tel_data_add_dict_u64(d, "confirmed_hits", s.confirmed_hits);
   rte_tel_data_add_dict_u64(d, "false_positives_avoided", s.fp_avoided);
@@ -93,6 +102,24 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// The kernel interface behind an af_packet port (its `iface=` devarg), "" for
+// any other driver.
+std::string af_packet_iface(uint16_t port) {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == nullptr ||
+      std::string(info.driver_name) != "net_af_packet" || info.device == nullptr)
+    return "";
+  const rte_devargs* da = rte_dev_devargs(info.device);
+  if (da == nullptr || da->args == nullptr) return "";
+  const std::string args = da->args;
+  for (std::size_t pos = 0; pos < args.size();) {
+    const std::size_t end = std::min(args.find(',', pos), args.size());
+    if (args.compare(pos, 6, "iface=") == 0) return args.substr(pos + 6, end - pos - 6);
+    pos = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
 Engine::~Engine() {
@@ -102,6 +129,7 @@ Engine::~Engine() {
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
   for (auto* arr : rule_hits_) rte_free(arr);
+  for (auto* arr : link_stats_) rte_free(arr);
   rte_free(stats_);
   rte_free(qsv_);
 }
@@ -139,11 +167,10 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   bo.salvage = o.salvage;
   std::vector<std::string> notes;
   blocklist_ = Blocklist::create(bo, err, &notes);
-  for (const std::string& n : notes) std::fprintf(stderr, "cuckoogate: state: %s\n", n.c_str());
+  for (const std::string& n : notes) CG_LOG(WARNING, control, "state: %s", n.c_str());
   if (!blocklist_) return false;
   if (!o.state_dir.empty())
-    std::fprintf(stderr, "cuckoogate: restored %zu rules from %s\n", blocklist_->size(),
-                 o.state_dir.c_str());
+    CG_LOG(INFO, control, "restored %zu rules from %s", blocklist_->size(), o.state_dir.c_str());
   void* mem = rte_zmalloc_socket("cg_stats", sizeof(WorkerStats) * o.workers, RTE_CACHE_LINE_SIZE, socket);
   if (mem == nullptr) {
     *err = "cannot allocate worker stats";
@@ -173,6 +200,42 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   return true;
 }
 
+// Per-link bad-frame counters (one array per worker, on its socket) and the
+// rx ports check_frame_health() reports them by.
+bool Engine::setup_link_stats(const std::vector<unsigned>& lcores, std::string* err) {
+  for (auto* arr : link_stats_) rte_free(arr);
+  link_stats_.clear();
+  watch_.clear();
+  watch_of_link_.assign(opts_.workers, {});
+  for (unsigned w = 0; w < opts_.workers; ++w) {
+    const std::size_t n = std::max<std::size_t>(1, links_[w].size());
+    void* mem = rte_zmalloc_socket("cg_link_stats", sizeof(LinkStats) * n, RTE_CACHE_LINE_SIZE,
+                                   static_cast<int>(rte_lcore_to_socket_id(lcores[w])));
+    if (mem == nullptr) {
+      *err = "cannot allocate per-link counters";
+      return false;
+    }
+    auto* arr = static_cast<LinkStats*>(mem);
+    for (std::size_t i = 0; i < n; ++i) new (&arr[i]) LinkStats();
+    link_stats_.push_back(arr);
+    for (const QueueLink& l : links_[w]) {
+      auto it = std::find_if(watch_.begin(), watch_.end(),
+                             [&](const PortWatch& p) { return p.port == l.rx_port; });
+      if (it == watch_.end()) {
+        PortWatch p;
+        p.port = l.rx_port;
+        p.iface = af_packet_iface(l.rx_port);
+        p.name = port_name(l.rx_port) + (p.iface.empty() ? "" : " (iface " + p.iface + ")");
+        if (rte_eth_dev_get_mtu(l.rx_port, &p.mtu) != 0) p.mtu = 1500;
+        watch_.push_back(std::move(p));
+        it = watch_.end() - 1;
+      }
+      watch_of_link_[w].push_back(static_cast<std::size_t>(it - watch_.begin()));
+    }
+  }
+  return true;
+}
+
 bool Engine::start(std::string* err) {
   unsigned w = 0;
   unsigned lcore;
@@ -182,6 +245,7 @@ bool Engine::start(std::string* err) {
   RTE_LCORE_FOREACH_WORKER(lcore) {
     if (lcores.size() < opts_.workers) lcores.push_back(lcore);
   }
+  if (!setup_link_stats(lcores, err)) return false;
   for (w = 0; w < opts_.workers; ++w) {
     WorkerConfig c;
     c.id = w;
@@ -199,6 +263,7 @@ bool Engine::start(std::string* err) {
     c.stop = &stop_;
     c.stats = &stats_[w];
     c.rule_hits = rule_hits_[w];
+    c.link_stats = link_stats_[w];
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
       *err = "cannot allocate worker scratch memory";
@@ -230,6 +295,76 @@ int Engine::control_tick() {
   // normal pace instead of spinning.
   if (again && *again == 0 && expired == 0) return 50;
   return again ? static_cast<int>(std::min<int64_t>(*again, 50)) : 50;
+}
+
+void Engine::check_frame_health(bool now_please) {
+  if (watch_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!now_please && now < next_look_) return;
+  next_look_ = now + kLookEvery;
+  // Totals per port, summed over the workers' links (relaxed loads: each
+  // counter is monotonic and only its own value matters, as for stats).
+  std::vector<std::pair<uint64_t, uint64_t>> counts(watch_.size());
+  for (std::size_t w = 0; w < watch_of_link_.size(); ++w) {
+    for (std::size_t i = 0; i < watch_of_link_[w].size(); ++i) {
+      const LinkStats& l = link_stats_[w][i];
+      auto& [bad, big] = counts[watch_of_link_[w][i]];
+      bad += l.malformed.load(std::memory_order_relaxed);
+      big += l.oversized.load(std::memory_order_relaxed);
+    }
+  }
+  // Climbing: enough bad frames since the last look, and a share of the
+  // port's traffic that a few stray ones on a busy link never reach. Then at
+  // most one warning per kWarnEvery, counting everything since the last one.
+  auto due = [&](Watch& wt, uint64_t count, uint64_t rx_delta, std::string* when) -> uint64_t {
+    const uint64_t delta = count - wt.looked;
+    wt.looked = count;
+    if (delta < kBadMin || delta * 100 < rx_delta) return 0;
+    if (wt.warned && now - wt.at < kWarnEvery) return 0;
+    char buf[64];
+    if (wt.warned) {
+      std::snprintf(buf, sizeof(buf), "in the last %.0f s",
+                    std::chrono::duration<double>(now - wt.at).count());
+      *when = buf;
+    } else {
+      *when = "since start";
+    }
+    const uint64_t n = count - wt.reported;
+    wt.reported = count;
+    wt.warned = true;
+    wt.at = now;
+    return n;
+  };
+  for (std::size_t i = 0; i < watch_.size(); ++i) {
+    PortWatch& p = watch_[i];
+    rte_eth_stats es{};
+    uint64_t rx_delta = 0;
+    if (rte_eth_stats_get(p.port, &es) == 0) {
+      rx_delta = es.ipackets > p.rx_looked ? es.ipackets - p.rx_looked : 0;
+      p.rx_looked = es.ipackets;
+    }
+    const bool afp = !p.iface.empty();
+    const std::string iface = afp ? p.iface : "IFACE";
+    std::string when;
+    if (const uint64_t n = due(p.oversized, counts[i].second, rx_delta, &when); n != 0) {
+      CG_LOG(WARNING, dataplane,
+             "%s: %" PRIu64 " frames longer than its MTU %u allows, %s. %s GRO on the interface "
+             "merging segments (cut to the ring's frame size, so malformed too): ethtool -K %s "
+             "gro off%s",
+             p.name.c_str(), n, static_cast<unsigned>(p.mtu), when.c_str(),
+             afp ? "On this af_packet port that is" : "On an af_packet port that is", iface.c_str(),
+             afp ? "" : "; on a NIC, LRO; else a peer with a larger MTU");
+    }
+    if (const uint64_t n = due(p.malformed, counts[i].first, rx_delta, &when); n != 0) {
+      CG_LOG(WARNING, dataplane,
+             "%s: %" PRIu64 " malformed frames (truncated or inconsistent headers), %s; "
+             "malformed policy: %s. %s GRO on the interface, whose merged segments are cut to "
+             "the ring's frame size: ethtool -K %s gro off",
+             p.name.c_str(), n, when.c_str(), opts_.drop_malformed ? "drop" : "pass",
+             afp ? "On this af_packet port that is usually" : "On an af_packet port that is usually",
+             iface.c_str());
+    }
+  }
 }
 
 void Engine::stop() {

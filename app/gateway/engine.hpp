@@ -64,8 +64,21 @@ class Engine {
   }
   // Registers /cuckoogate/stats and /cuckoogate/info with DPDK telemetry.
   void register_telemetry();
+  // Control lcore only: when a port's malformed or oversized frames climb
+  // (at least kBadMin of them and 1% of what the port received since the
+  // last look), logs a warning on cuckoogate.dataplane saying what it likely
+  // means, at most once per kWarnEvery per port and kind. Looks at most once
+  // per kLookEvery unless `now` (the end of a replay): call it from every
+  // turn of the control loop.
+  void check_frame_health(bool now = false);
+  static constexpr std::chrono::seconds kWarnEvery{10};
+  static constexpr std::chrono::seconds kLookEvery{1};
+  static constexpr uint64_t kBadMin = 8;
 
  private:
+  // start(): the per-link counters and the ports they are watched by.
+  bool setup_link_stats(const std::vector<unsigned>& lcores, std::string* err);
+
   EngineOptions opts_;
   rte_rcu_qsbr* qsv_ = nullptr;
   std::unique_ptr<Blocklist> blocklist_;
@@ -73,6 +86,25 @@ class Engine {
   std::vector<std::unique_ptr<Worker>> workers_;
   WorkerStats* stats_ = nullptr;  // workers' blocks, rte_zmalloc'ed (cache aligned)
   std::vector<std::atomic<uint64_t>*> rule_hits_;  // per worker: one counter per rule slot
+  std::vector<LinkStats*> link_stats_;  // per worker: one per link, rte_zmalloc'ed
+  // One kind of bad frame on one rx port, for check_frame_health().
+  struct Watch {
+    uint64_t looked = 0;    // count at the last look
+    uint64_t reported = 0;  // count at the last warning
+    bool warned = false;
+    std::chrono::steady_clock::time_point at;  // of the last warning
+  };
+  struct PortWatch {
+    uint16_t port = 0;
+    std::string name;   // "net_af_packet0 (iface veth1)"
+    std::string iface;  // af_packet's kernel interface, "" if not af_packet
+    uint16_t mtu = 1500;
+    uint64_t rx_looked = 0;  // the port's ipackets at the last look
+    Watch malformed, oversized;
+  };
+  std::vector<PortWatch> watch_;
+  std::chrono::steady_clock::time_point next_look_{};
+  std::vector<std::vector<std::size_t>> watch_of_link_;  // [worker][link] -> watch_ index
   int drop_port_ = -1;
   std::atomic<bool> stop_{false};
   bool running_ = false;

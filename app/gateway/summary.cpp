@@ -19,6 +19,9 @@ void print_summary(std::FILE* f, const SummaryInfo& info, const StatsSnapshot& s
                  static_cast<unsigned long>(s.dropped_by_kind[k]));
   std::fprintf(f, "    %-10s    %lu\n", "malformed", static_cast<unsigned long>(s.malformed_dropped));
   std::fprintf(f, "  malformed       %lu\n", static_cast<unsigned long>(s.malformed));
+  if (s.oversized != 0)
+    std::fprintf(f, "  oversized       %lu (longer than the port's MTU allows)\n",
+                 static_cast<unsigned long>(s.oversized));
   std::fprintf(f, "  filter hits     %lu (confirmed %lu, false positives avoided %lu)\n",
                static_cast<unsigned long>(s.filter_hits), static_cast<unsigned long>(s.confirmed_hits),
                static_cast<unsigned long>(s.fp_avoided));
@@ -41,6 +44,7 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
       {"dropped_by_kind", by_kind},
       {"malformed", s.malformed},
       {"malformed_dropped", s.malformed_dropped},
+      {"oversized", s.oversized},
       {"filter_hits", s.filter_hits},
       {"confirmed_hits", s.confirmed_hits},
       {"false_positives_avoided", s.fp_avoided},
