@@ -7,6 +7,7 @@
 // Only this file exits; everything below returns status values.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,36 +17,82 @@
 
 namespace {
 
-// DPDK's own convention, `cuckoogate [EAL options] -- run|replay [options]`, is
-// accepted besides `cuckoogate run|replay [options] [-- EAL options]`: options
-// before a `--` that precedes the command are EAL options.
-std::vector<std::string> split_leading_eal(int& argc, char**& argv, std::vector<char*>& rest) {
+// The command line split at `--` before CLI11 sees it: EAL arguments such as
+// `--vdev 'net_pcap0,rx_pcap=x.pcap'` are never parsed as ours, whatever
+// options precede them. Two orders, for every option:
+//   cuckoogate run|replay [options] [-- EAL options]
+//   cuckoogate [EAL options] -- run|replay [options] [-- more EAL options]
+struct SplitArgs {
+  std::vector<std::string> ours;  // argv[0], the command and its options
   std::vector<std::string> eal;
-  if (argc < 3 || argv[1][0] != '-') return eal;
-  const std::string first = argv[1];
-  if (first == "-h" || first == "--help" || first == "--version") return eal;
-  int dashdash = -1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--") {
-      dashdash = i;
-      break;
+};
+
+bool is_top_level_flag(const std::string& a) {
+  return a == "-h" || a == "--help" || a == "--version";
+}
+
+// false: EAL options came first without the `--` that ends them (*err says so).
+bool split_args(int argc, char** argv, SplitArgs& out, std::string* err) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  out.ours.assign(1, argv[0]);
+  auto dashdash_from = [&](std::size_t from) {
+    for (std::size_t i = from; i < args.size(); ++i)
+      if (args[i] == "--") return i;
+    return args.size();
+  };
+  std::size_t cmd = 0;  // where our part starts
+  if (!args.empty() && args[0].size() > 1 && args[0][0] == '-' && !is_top_level_flag(args[0])) {
+    const std::size_t d = dashdash_from(0);
+    if (d == args.size()) {
+      std::string given;
+      for (const std::string& a : args) given += " " + a;
+      *err = "cuckoogate: EAL options before the command must end with `--`:\n"
+             "  cuckoogate [EAL options] -- run|replay [options]\n"
+             "  cuckoogate run|replay [options] -- [EAL options]\n"
+             "(given:" + given + ")";
+      return false;
     }
+    out.eal.assign(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(d));
+    cmd = d + 1;
   }
-  if (dashdash < 0) return eal;
-  for (int i = 1; i < dashdash; ++i) eal.emplace_back(argv[i]);
-  rest.assign(argv, argv + 1);
-  rest.insert(rest.end(), argv + dashdash + 1, argv + argc);
-  rest.push_back(nullptr);
-  argc = static_cast<int>(rest.size()) - 1;
-  argv = rest.data();
-  return eal;
+  const std::size_t d = dashdash_from(cmd);
+  out.ours.insert(out.ours.end(), args.begin() + static_cast<std::ptrdiff_t>(cmd),
+                  args.begin() + static_cast<std::ptrdiff_t>(d));
+  if (d < args.size())
+    out.eal.insert(out.eal.end(), args.begin() + static_cast<std::ptrdiff_t>(d) + 1, args.end());
+  return true;
+}
+
+// Arguments CLI11 did not recognise (kept as extras, in the order given): a
+// clear message, with the `--` hint when they look like EAL options.
+bool reject_extras(const std::string& command, const std::vector<std::string>& extras) {
+  if (extras.empty()) return false;
+  std::string list;
+  bool options = false;
+  for (const std::string& a : extras) {
+    list += " " + a;
+    options = options || (a.size() > 1 && a[0] == '-');
+  }
+  std::fprintf(stderr, "cuckoogate %s: unknown argument%s:%s\n", command.c_str(),
+               extras.size() == 1 ? "" : "s", list.c_str());
+  if (options)
+    std::fprintf(stderr,
+                 "EAL options go after `--`:    cuckoogate %s [options] --%s\n"
+                 "or before the command:       cuckoogate%s -- %s [options]\n",
+                 command.c_str(), list.c_str(), list.c_str(), command.c_str());
+  std::fprintf(stderr, "Run with --help for more information.\n");
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> rest;
-  const std::vector<std::string> leading_eal = split_leading_eal(argc, argv, rest);
+  SplitArgs split;
+  std::string split_err;
+  if (!split_args(argc, argv, split, &split_err)) {
+    std::fprintf(stderr, "%s\n", split_err.c_str());
+    return 2;
+  }
   CLI::App app{"cuckoogate " CUCKOOGATE_VERSION
                " - DPDK blocklist gateway: lock-free cuckoo filter, exact confirmation, runtime rules"};
   app.require_subcommand(1);
@@ -68,7 +115,9 @@ int main(int argc, char** argv) {
   run->add_flag("--no-verify", run_no_verify, "Pure-filter mode: a filter hit drops (false positives possible)");
   run->add_flag("--salvage", ro.salvage, "Start even if the rule state is damaged before its "
                                          "journal tail, keeping the valid part");
-  run->add_option("eal", ro.eal, "EAL options, after --");
+  run->allow_extras();  // reported by reject_extras(), in order and with a hint
+  run->footer("EAL options follow `--` (cuckoogate run [options] -- --vdev=net_null0 ...) or precede the\n"
+              "command (cuckoogate [EAL options] -- run [options]); they replace the config's [eal] args.");
 
   cg::ReplayOptions po;
   CLI::App* rep = app.add_subcommand("replay", "Replay a pcap through the data path (DPDK net_pcap vdevs): "
@@ -85,7 +134,10 @@ int main(int argc, char** argv) {
   rep->add_flag("--verify", rep_verify, "Confirm filter hits against the exact rule set (default)");
   rep->add_flag("--no-verify", rep_no_verify, "Pure-filter mode: a filter hit drops");
   rep->add_option("--loop", po.loop, "Replay the capture N times")->check(CLI::Range(1u, 1000000u));
-  rep->add_option("--pps", po.pps, "Pace the input to RATE packets per second (0 = unpaced)");
+  double pps = 0;
+  CLI::Option* pps_opt =
+      rep->add_option("--pps", pps, "Pace the input to RATE packets per second, at least --workers "
+                                    "(a positive number; omit the option for an unpaced replay)");
   std::string malformed = "pass";
   rep->add_option("--malformed", malformed, "Verdict for malformed packets that match no rule")
       ->check(CLI::IsMember({"pass", "drop"}));
@@ -93,23 +145,39 @@ int main(int argc, char** argv) {
                                              "at least 65536)");
   rep->add_option("--memory", po.memory_mb, "EAL memory in MB (-m)")->check(CLI::Range(64u, 65536u));
   rep->add_flag("--quiet", po.quiet, "No summary on stdout");
-  rep->add_option("eal", po.eal_extra, "Extra EAL options, after --");
+  rep->allow_extras();
+  rep->footer("Extra EAL options follow `--` (cuckoogate replay [options] -- --log-level=...) or precede\n"
+              "the command. --in, --out, --drop, --stats-json and --rules must name different files.");
 
+  std::vector<char*> cli_argv;
+  for (std::string& a : split.ours) cli_argv.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(cli_argv.size()), cli_argv.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help/--version: 0; bad usage: 2
   }
 
   if (run->parsed()) {
+    if (reject_extras("run", run->remaining())) return 2;
     if (run_verify && run_no_verify) {
       std::fprintf(stderr, "cuckoogate run: --verify and --no-verify exclude each other\n");
       return 2;
     }
     if (run_verify || run_no_verify) ro.verify = run_verify;
     if (run_workers != 0) ro.workers = run_workers;
-    ro.eal.insert(ro.eal.begin(), leading_eal.begin(), leading_eal.end());
+    ro.eal = split.eal;
     return cg::run_gateway(ro);
+  }
+  if (reject_extras("replay", rep->remaining())) return 2;
+  if (pps_opt->count() != 0) {
+    // Explicit rates only: 0, negative, NaN and infinity are refused rather
+    // than read as "unpaced". 1e9 bounds the worker's pacing arithmetic.
+    if (!std::isfinite(pps) || pps < 1 || pps > 1e9) {
+      std::fprintf(stderr, "cuckoogate replay: --pps must be a packet rate from 1 to 1e9 (got %s); "
+                           "omit it for an unpaced replay\n", pps_opt->results().at(0).c_str());
+      return 2;
+    }
+    po.pps = static_cast<uint64_t>(std::llround(pps));
   }
   if (rep_verify && rep_no_verify) {
     std::fprintf(stderr, "cuckoogate replay: --verify and --no-verify exclude each other\n");
@@ -117,6 +185,6 @@ int main(int argc, char** argv) {
   }
   po.verify = !rep_no_verify;
   po.drop_malformed = malformed == "drop";
-  po.eal_extra.insert(po.eal_extra.begin(), leading_eal.begin(), leading_eal.end());
+  po.eal_extra = split.eal;
   return cg::replay(po);
 }

@@ -12,6 +12,7 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "cuckoogate/keys/classify.hpp"
 #include "gateway/eal.hpp"
 #include "gateway/engine.hpp"
+#include "gateway/log.hpp"
 #include "gateway/ports.hpp"
 #include "gateway/rule_files.hpp"
 #include "gateway/summary.hpp"
@@ -134,6 +136,76 @@ std::string join_arg(const std::string& key, const std::vector<std::string>& fil
   return s;
 }
 
+// Which file a path names, for telling whether two options name the same one.
+// An existing file is its device and inode, so hard links, symlinks, "./x"
+// and "dir/../x" are all caught. A path that does not exist yet is its
+// absolute, normalised form with symlinks resolved as far as they exist
+// (weakly_canonical), so `--out a --drop ./a` is caught before either exists.
+struct FileId {
+  bool exists = false;
+  bool shareable = false;  // a character device such as /dev/null: any number may write it
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string path;
+};
+
+FileId file_id(const std::string& p) {
+  FileId id;
+  struct stat st {};
+  if (::stat(p.c_str(), &st) == 0) {
+    id.exists = true;
+    id.shareable = S_ISCHR(st.st_mode);
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    return id;
+  }
+  std::error_code ec;
+  fs::path q = fs::absolute(p, ec);
+  // A dangling symlink names the file it will create: follow it.
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(q, ec)); ++hops) {
+    const fs::path target = fs::read_symlink(q, ec);
+    if (ec) break;
+    q = target.is_absolute() ? target : q.parent_path() / target;
+  }
+  const fs::path c = fs::weakly_canonical(q, ec);
+  id.path = (ec ? q.lexically_normal() : c).string();
+  return id;
+}
+
+bool same_file(const FileId& a, const FileId& b) {
+  if (a.exists != b.exists) return false;
+  if (a.exists) return a.dev == b.dev && a.ino == b.ino && !a.shareable;
+  return a.path == b.path;
+}
+
+// Refuses any two of the files replay reads and writes naming one file:
+// `--in X --out X` would truncate the capture before it is read. Inputs may
+// share a file with each other (reading twice is harmless), never with an
+// output. Nothing has been opened for writing when this runs.
+bool check_distinct_files(const ReplayOptions& o, std::string* err) {
+  struct Named {
+    std::string option, path;
+    bool output;
+  };
+  std::vector<Named> files = {{"--in", o.in, false}, {"--out", o.out, true}};
+  if (!o.drop.empty()) files.push_back({"--drop", o.drop, true});
+  if (!o.stats_json.empty()) files.push_back({"--stats-json", o.stats_json, true});
+  for (const std::string& r : o.rules) files.push_back({"--rules", r, false});
+  std::vector<FileId> ids;
+  for (const Named& f : files) ids.push_back(file_id(f.path));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (std::size_t j = i + 1; j < files.size(); ++j) {
+      if (!files[i].output && !files[j].output) continue;
+      if (!same_file(ids[i], ids[j])) continue;
+      *err = files[i].option + " " + files[i].path + " and " + files[j].option + " " + files[j].path +
+             " are the same file; every output needs a file of its own" +
+             (files[i].output && files[j].output ? "" : " (writing it would destroy the input)");
+      return false;
+    }
+  }
+  return true;
+}
+
 // Removes the scratch directory whatever path replay() leaves by.
 struct TempDir {
   std::string path;
@@ -147,21 +219,28 @@ struct TempDir {
 
 int replay(const ReplayOptions& o) {
   std::string err;
-  auto fail = [&](int code, const std::string& msg) {
+  // Before EAL is up: plain stderr, as for usage errors. After: rte_log.
+  auto fail_early = [&](int code, const std::string& msg) {
     std::fprintf(stderr, "cuckoogate replay: %s\n", msg.c_str());
     return code;
   };
-  if (o.workers == 0 || o.workers > 64) return fail(2, "--workers must be between 1 and 64");
-  if (o.loop == 0) return fail(2, "--loop must be at least 1");
-  if (o.pps != 0 && o.pps < o.workers) return fail(2, "--pps must be at least --workers (each worker paces its share)");
+  auto fail = [&](int code, const std::string& msg) {
+    CG_LOG(ERR, gateway, "replay: %s", msg.c_str());
+    return code;
+  };
+  if (o.workers == 0 || o.workers > 64) return fail_early(2, "--workers must be between 1 and 64");
+  if (o.loop == 0) return fail_early(2, "--loop must be at least 1");
+  if (o.pps != 0 && o.pps < o.workers)
+    return fail_early(2, "--pps must be at least --workers (each worker paces its share)");
+  if (!check_distinct_files(o, &err)) return fail_early(2, err);
 
   std::vector<Rule> rules;
-  if (!read_rule_files(o.rules, rules, &err)) return fail(2, err);
+  if (!read_rule_files(o.rules, rules, &err)) return fail_early(2, err);
 
   TempDir tmp;
   {
     char tmpl[] = "/tmp/cuckoogate-replay-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return fail(1, "cannot create a temporary directory in /tmp");
+    if (mkdtemp(tmpl) == nullptr) return fail_early(1, "cannot create a temporary directory in /tmp");
     tmp.path = tmpl;
   }
   const unsigned q = o.workers;
@@ -180,14 +259,14 @@ int replay(const ReplayOptions& o) {
     in_q = files("in", q);
     per_pass = split_input(o.in, q, o.loop, in_q, &err);
   }
-  if (per_pass < 0) return fail(2, err);
+  if (per_pass < 0) return fail_early(2, err);
   const uint64_t expected = static_cast<uint64_t>(per_pass) * o.loop;
 
   const std::string empty = tmp.path + "/empty.pcap";
   {  // an empty capture with the same link type: rx of the output ports
     PcapPtr dead(pcap_open_dead(DLT_EN10MB, 65535));
     DumperPtr d(pcap_dump_open(dead.get(), empty.c_str()));
-    if (!d) return fail(1, "cannot write " + empty);
+    if (!d) return fail_early(1, "cannot write " + empty);
   }
   const std::vector<std::string> pass_q = q == 1 ? std::vector<std::string>{o.out} : files("pass", q);
   std::vector<std::string> drop_q;
@@ -206,7 +285,7 @@ int replay(const ReplayOptions& o) {
   if (!drop_q.empty())
     eal.push_back("--vdev=net_pcap_drop,rx_pcap=" + empty + join_arg("tx_pcap", drop_q));
   eal.insert(eal.end(), o.eal_extra.begin(), o.eal_extra.end());
-  if (!init_eal("cuckoogate", eal, &err)) return fail(1, err);
+  if (!init_eal("cuckoogate", eal, &err)) return fail_early(1, err);
 
   int rc = 0;
   {
@@ -214,8 +293,9 @@ int replay(const ReplayOptions& o) {
     if (rte_eth_dev_get_port_by_name("net_pcap_in", &in_port) != 0 ||
         rte_eth_dev_get_port_by_name("net_pcap_pass", &pass_port) != 0 ||
         (!drop_q.empty() && rte_eth_dev_get_port_by_name("net_pcap_drop", &drop_port) != 0)) {
+      const int code = fail(1, "net_pcap devices did not come up (is the net_pcap PMD installed?)");
       rte_eal_cleanup();
-      return fail(1, "net_pcap devices did not come up (is the net_pcap PMD installed?)");
+      return code;
     }
     constexpr uint16_t kDesc = 512;
     const unsigned mbufs = 2 * q * kDesc * 2 + 4096;
@@ -279,6 +359,7 @@ int replay(const ReplayOptions& o) {
               } else {
                 std::this_thread::sleep_for(std::chrono::microseconds(500));
               }
+              engine.check_frame_health();
               const uint64_t rx = engine.totals().rx;
               const auto now = std::chrono::steady_clock::now();
               if (rx != last_rx) {
@@ -294,6 +375,7 @@ int replay(const ReplayOptions& o) {
                                " packets arrived (frames larger than an mbuf?)");
             const double secs = engine.seconds();
             engine.stop();
+            engine.check_frame_health(true);  // what arrived since the last look
             if (rc == 0 && g_interrupted.load(std::memory_order_relaxed)) rc = fail(130, "interrupted");
             server.reset();
             for (uint16_t p : {in_port, pass_port}) close_port(p);

@@ -18,6 +18,7 @@
 #include "gateway/config.hpp"
 #include "gateway/eal.hpp"
 #include "gateway/engine.hpp"
+#include "gateway/log.hpp"
 #include "gateway/ports.hpp"
 #include "gateway/rule_files.hpp"
 #include "gateway/summary.hpp"
@@ -44,12 +45,17 @@ bool resolve_port(const std::string& ref, uint16_t* port) {
 
 int run_gateway(const RunOptions& o) {
   std::string err;
-  auto fail = [&](int code, const std::string& msg) {
+  // Before EAL is up: plain stderr, as for usage errors. After: rte_log.
+  auto fail_early = [&](int code, const std::string& msg) {
     std::fprintf(stderr, "cuckoogate run: %s\n", msg.c_str());
     return code;
   };
+  auto fail = [&](int code, const std::string& msg) {
+    CG_LOG(ERR, gateway, "run: %s", msg.c_str());
+    return code;
+  };
   GatewayConfig cfg;
-  if (!o.config.empty() && !load_config(o.config, cfg, &err)) return fail(2, err);
+  if (!o.config.empty() && !load_config(o.config, cfg, &err)) return fail_early(2, err);
   if (!o.ctl.empty()) cfg.ctl = o.ctl;
   if (cfg.ctl.empty()) cfg.ctl = default_ctl_path();
   if (!o.state_dir.empty()) cfg.state_dir = o.state_dir;
@@ -58,14 +64,14 @@ int run_gateway(const RunOptions& o) {
   cfg.rules.insert(cfg.rules.end(), o.rules.begin(), o.rules.end());
 
   std::vector<Rule> rules;
-  if (!read_rule_files(cfg.rules, rules, &err)) return fail(2, err);
+  if (!read_rule_files(cfg.rules, rules, &err)) return fail_early(2, err);
 
   std::vector<std::string> eal = o.eal.empty() ? cfg.eal : o.eal;
   const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string& a) {
     return a.rfind("--file-prefix", 0) == 0;
   });
   if (!has_prefix) eal.push_back("--file-prefix=" + unique_file_prefix("cuckoogate"));
-  if (!init_eal("cuckoogate", eal, &err)) return fail(1, err);
+  if (!init_eal("cuckoogate", eal, &err)) return fail_early(1, err);
 
   int rc = 0;
   {
@@ -74,10 +80,13 @@ int run_gateway(const RunOptions& o) {
     if (!cfg.pairs.empty()) {
       for (const PairConfig& p : cfg.pairs) {
         uint16_t a = 0, b = 0;
-        if (!resolve_port(p.a, &a) || !resolve_port(p.b, &b)) {
+        const bool found_a = resolve_port(p.a, &a);
+        if (!found_a || !resolve_port(p.b, &b)) {
+          // Counted (and logged) while EAL is still up: after rte_eal_cleanup() there are none.
+          const int code = fail(2, "port '" + (found_a ? p.b : p.a) + "' not found (EAL ports: " +
+                                       std::to_string(rte_eth_dev_count_avail()) + ")");
           rte_eal_cleanup();
-          return fail(2, "port '" + (resolve_port(p.a, &a) ? p.b : p.a) + "' not found (EAL ports: " +
-                             std::to_string(rte_eth_dev_count_avail()) + ")");
+          return code;
         }
         pairs.emplace_back(a, b);
       }
@@ -86,10 +95,11 @@ int run_gateway(const RunOptions& o) {
       uint16_t pid;
       RTE_ETH_FOREACH_DEV(pid) ports.push_back(pid);
       if (ports.empty() || ports.size() % 2 != 0) {
+        const int code = fail(2, "found " + std::to_string(ports.size()) +
+                                     " ports; without [[pair]] in a config the gateway needs an even, "
+                                     "non-zero number of ports to pair in order");
         rte_eal_cleanup();
-        return fail(2, "found " + std::to_string(ports.size()) +
-                           " ports; without [[pair]] in a config the gateway needs an even, "
-                           "non-zero number of ports to pair in order");
+        return code;
       }
       for (std::size_t i = 0; i < ports.size(); i += 2) pairs.emplace_back(ports[i], ports[i + 1]);
     }
@@ -105,8 +115,8 @@ int run_gateway(const RunOptions& o) {
     }
     if (queues == 0) queues = 1;
     if (queues < workers)
-      std::fprintf(stderr, "cuckoogate run: devices offer %u queues; %u workers will idle\n",
-                   static_cast<unsigned>(queues), workers - queues);
+      CG_LOG(WARNING, gateway, "run: devices offer %u queues; %u workers will idle",
+             static_cast<unsigned>(queues), workers - queues);
 
     const unsigned nports = static_cast<unsigned>(pairs.size() * 2);
     const unsigned mbufs = std::max(8191u, nports * queues * (cfg.rx_desc + cfg.tx_desc) + 4096);
@@ -170,7 +180,10 @@ int run_gateway(const RunOptions& o) {
         std::printf("cuckoogate: %zu rules, %u workers, %zu port pairs, control socket %s\n",
                     engine.blocklist().size(), workers, pairs.size(), cfg.ctl.c_str());
         std::fflush(stdout);
-        while (!g_stop.load(std::memory_order_relaxed)) server->poll_once(engine.control_tick());
+        while (!g_stop.load(std::memory_order_relaxed)) {
+          server->poll_once(engine.control_tick());
+          engine.check_frame_health();
+        }
         const double secs = engine.seconds();
         engine.stop();
         server.reset();
