@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Route {
   off_t limit;       // bytes
   const char* kind;  // as the size error names it
 };
+
+// gtest names a failing case's parameter by this, not by its bytes.
+void PrintTo(const Route& r, std::ostream* os) { *os << r.name; }
 
 const Route kRoutes[] = {
     {Via::kReplayRules, "ReplayRules", off_t{1} << 30, "1 GiB, the limit for a rule file"},
