@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace cg {
 namespace {
@@ -84,9 +85,10 @@ bool read_regular_file(const std::string& path, const char* what, std::size_t ma
     data.resize(have + want);
     const ssize_t n = ::read(f.fd, data.data() + have, want);
     if (n < 0) {
+      const int e = errno;
       data.resize(have);
-      if (errno == EINTR) continue;
-      return fail(std::string("read error: ") + std::strerror(errno));
+      if (e == EINTR) continue;
+      return fail(std::string("read error: ") + std::strerror(e));
     }
     data.resize(have + static_cast<std::size_t>(n));
     if (n == 0) break;
