@@ -457,3 +457,77 @@ TEST(ClassifyKeys, EncodingsEqualRuleKeysOfMatchingRules) {
 
 }  // namespace
 }  // namespace cg
+
+namespace cg {
+namespace {
+
+PacketMeta meta_of(const test::Bytes& f) {
+  PacketMeta m;
+  parse_packet(f.data(), f.size(), m);
+  return m;
+}
+
+// parse_packet(): the header walk a flow lookup uses without classifying.
+TEST(ParsePacket, TcpFieldsPortsPayloadAndVlan) {
+  const test::Bytes f =
+      test::Packet().vlan(42).vlan(7, 0x8100).ipv4("192.0.2.1", "198.51.100.2").tcp(40000, 443, 0x12).payload("hello").frame();
+  const PacketMeta m = meta_of(f);
+  EXPECT_EQ(m.family, 4);
+  EXPECT_EQ(m.proto, kProtoTcp);
+  EXPECT_TRUE(m.l4);
+  EXPECT_FALSE(m.malformed);
+  EXPECT_EQ(m.vlan, 42);  // the outer tag
+  EXPECT_EQ(m.sport, 40000);
+  EXPECT_EQ(m.dport, 443);
+  EXPECT_EQ(m.tcp_flags, 0x12);
+  EXPECT_EQ(m.payload_len, 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(f.data() + m.payload_off), 5), "hello");
+  EXPECT_EQ(f[m.addr_off], 192);
+  EXPECT_EQ(f[m.addr_off + 4], 198);
+  EXPECT_EQ(m.tcp_seq, 1000u);  // as the builder writes them
+  EXPECT_EQ(m.tcp_ack, 0u);
+}
+
+TEST(ParsePacket, Ipv6ExtensionsFragmentsAndTruncation) {
+  PacketMeta m = meta_of(test::Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(60).udp(5353, 53).payload("x").frame());
+  EXPECT_EQ(m.family, 6);
+  EXPECT_EQ(m.proto, kProtoUdp);
+  EXPECT_TRUE(m.l4);
+  EXPECT_EQ(m.dport, 53);
+  EXPECT_EQ(m.payload_len, 1u);
+  m = meta_of(test::Packet().ipv4("192.0.2.1", "192.0.2.2").fragment(3, false).udp(1, 2).frame());
+  EXPECT_TRUE(m.non_first_fragment);
+  EXPECT_FALSE(m.l4);
+  m = meta_of(test::Packet().ipv4("192.0.2.1", "192.0.2.2").fragment(0, true).udp(1, 2).frame());
+  EXPECT_TRUE(m.fragmented);
+  EXPECT_TRUE(m.l4);
+  test::Bytes cut = test::Packet().ipv4("192.0.2.1", "192.0.2.2").tcp(1, 2).frame();
+  cut.resize(14 + 20 + 10);  // the TCP header cut short
+  m = meta_of(cut);
+  EXPECT_EQ(m.family, 4);
+  EXPECT_TRUE(m.malformed);
+  EXPECT_FALSE(m.l4);
+}
+
+// classify() is parse_packet() + classify_meta(): the same keys either way.
+TEST(ParsePacket, ClassifyMetaGivesClassifysKeys) {
+  for (const test::Bytes& f :
+       {test::Packet().ipv4("192.0.2.1", "192.0.2.2").tcp(1234, 80).payload("GET /a HTTP/1.1\r\nHost: x.example\r\n\r\n").frame(),
+        test::Packet().ipv6("2001:db8::1", "2001:db8::2").udp(999, 53).payload(test::dns_query("a.b.example")).frame(),
+        test::Packet().ipv4("192.0.2.1", "192.0.2.2").tcp(1, 443).payload(test::tls_client_hello("sni.example")).frame()}) {
+    PacketKeys a, b;
+    classify(f.data(), f.size(), a);
+    PacketMeta m;
+    parse_packet(f.data(), f.size(), m);
+    classify_meta(f.data(), m, b);
+    ASSERT_EQ(a.n, b.n);
+    ASSERT_GT(a.n, 6u);
+    for (unsigned i = 0; i < a.n; ++i) {
+      EXPECT_EQ(a.key[i].hash, b.key[i].hash);
+      EXPECT_EQ(a.key[i].kind, b.key[i].kind);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cg

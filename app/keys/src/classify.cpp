@@ -1,6 +1,7 @@
-// classify(): Ethernet/VLAN -> IPv4/IPv6 (options, extension headers,
-// fragments) -> TCP/UDP/SCTP -> HTTP/TLS/DNS names, emitting every lookup key
-// in the rule_key() encoding with its XXH3 hash. See docs/rules.md.
+// parse_packet(): Ethernet/VLAN -> IPv4/IPv6 (options, extension headers,
+// fragments) -> TCP/UDP/SCTP headers; classify_meta(): from there, every
+// lookup key (addresses, flow, service, HTTP/TLS/DNS names) in the
+// rule_key() encoding with its XXH3 hash. See docs/rules.md.
 #include "cuckoogate/keys/classify.hpp"
 
 #define XXH_INLINE_ALL
@@ -136,57 +137,6 @@ void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   if (len != 0) em.host(name, len);
 }
 
-// Transport layer of a first fragment or unfragmented packet. l4 has l4len
-// bytes available; `fragmented` means more fragments follow (so length
-// fields may describe bytes that are not in this packet).
-void transport(uint8_t family, uint8_t proto, const uint8_t* src, const uint8_t* dst,
-               const uint8_t* l4, std::size_t l4len, bool fragmented, Emitter& em,
-               PacketKeys& out) noexcept {
-  uint16_t sport = 0, dport = 0;
-  const uint8_t* pl = nullptr;
-  std::size_t pllen = 0;
-  switch (proto) {
-    case kProtoTcp: {
-      if (l4len < 20) { out.malformed = true; return; }
-      const std::size_t doff = static_cast<std::size_t>(l4[12] >> 4) * 4;
-      if (doff < 20 || doff > l4len) { out.malformed = true; return; }
-      pl = l4 + doff;
-      pllen = l4len - doff;
-      break;
-    }
-    case kProtoUdp: {
-      if (l4len < 8) { out.malformed = true; return; }
-      const std::size_t ulen = rd16(l4 + 4);
-      if (fragmented) {
-        pllen = l4len - 8;
-      } else {
-        if (ulen < 8 || ulen > l4len) { out.malformed = true; return; }
-        pllen = ulen - 8;
-      }
-      pl = l4 + 8;
-      break;
-    }
-    case kProtoSctp:
-      if (l4len < 12) { out.malformed = true; return; }
-      break;
-    default:
-      break;
-  }
-  if (proto_has_ports(proto)) {
-    sport = rd16(l4);
-    dport = rd16(l4 + 2);
-  }
-  em.commit(RuleKind::kFlow,
-            detail::encode_flow_key(em.cursor(), family, proto, src, sport, dst, dport));
-  em.commit(RuleKind::kService, detail::encode_service_key(em.cursor(), family, proto, dst, dport));
-  if (pllen == 0) return;
-  if (proto == kProtoTcp) {
-    app_layer_tcp(pl, pllen, em);
-  } else if (proto == kProtoUdp && dport == 53) {
-    app_layer_dns(pl, pllen, em);
-  }
-}
-
 void addresses(uint8_t family, const uint8_t* src, const uint8_t* dst, Emitter& em) noexcept {
   em.commit(RuleKind::kSrc, detail::encode_addr_key(em.cursor(), RuleKind::kSrc, family, src));
   em.commit(RuleKind::kDst, detail::encode_addr_key(em.cursor(), RuleKind::kDst, family, dst));
@@ -194,36 +144,93 @@ void addresses(uint8_t family, const uint8_t* src, const uint8_t* dst, Emitter& 
   em.commit(RuleKind::kIp, detail::encode_addr_key(em.cursor(), RuleKind::kIp, family, dst));
 }
 
-void ipv4(const uint8_t* ip, std::size_t avail, Emitter& em, PacketKeys& out) noexcept {
-  if (avail < 20 || (ip[0] >> 4) != 4) { out.malformed = true; return; }
-  addresses(4, ip + 12, ip + 16, em);
-  const std::size_t ihl = static_cast<std::size_t>(ip[0] & 0x0f) * 4;
-  const std::size_t total = rd16(ip + 2);
-  if (ihl < 20 || ihl > avail || total < ihl) { out.malformed = true; return; }
-  std::size_t end = total;
-  if (end > avail) {  // cut short: parse what is there
-    out.malformed = true;
-    end = avail;
-  }
-  const uint16_t frag = rd16(ip + 6);
-  if ((frag & 0x1fff) != 0) {
-    out.non_first_fragment = true;
-    return;
-  }
-  transport(4, ip[9], ip + 12, ip + 16, ip + ihl, end - ihl, (frag & 0x2000) != 0, em, out);
+inline uint32_t rd32(const uint8_t* p) noexcept {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-void ipv6(const uint8_t* ip, std::size_t avail, Emitter& em, PacketKeys& out) noexcept {
-  if (avail < 40 || (ip[0] >> 4) != 6) { out.malformed = true; return; }
-  addresses(6, ip + 8, ip + 24, em);
+// Transport layer of a first fragment or unfragmented packet: m.l4_off and
+// m.l4_len are set; `fragmented` means more fragments follow (so length
+// fields may describe bytes that are not in this packet).
+void transport(const uint8_t* frame, PacketMeta& m) noexcept {
+  const uint8_t* l4 = frame + m.l4_off;
+  const std::size_t l4len = m.l4_len;
+  std::size_t pl = 0, pllen = 0;
+  switch (m.proto) {
+    case kProtoTcp: {
+      if (l4len < 20) { m.malformed = true; return; }
+      const std::size_t doff = static_cast<std::size_t>(l4[12] >> 4) * 4;
+      if (doff < 20 || doff > l4len) { m.malformed = true; return; }
+      m.tcp_seq = rd32(l4 + 4);
+      m.tcp_ack = rd32(l4 + 8);
+      m.tcp_flags = l4[13];
+      pl = doff;
+      pllen = l4len - doff;
+      break;
+    }
+    case kProtoUdp: {
+      if (l4len < 8) { m.malformed = true; return; }
+      const std::size_t ulen = rd16(l4 + 4);
+      if (m.fragmented) {
+        pllen = l4len - 8;
+      } else {
+        if (ulen < 8 || ulen > l4len) { m.malformed = true; return; }
+        pllen = ulen - 8;
+      }
+      pl = 8;
+      break;
+    }
+    case kProtoSctp:
+      if (l4len < 12) { m.malformed = true; return; }
+      break;
+    default:
+      break;
+  }
+  if (proto_has_ports(m.proto)) {
+    m.sport = rd16(l4);
+    m.dport = rd16(l4 + 2);
+  }
+  m.l4 = true;
+  m.payload_off = m.l4_off + static_cast<uint32_t>(pl);
+  m.payload_len = static_cast<uint32_t>(pllen);
+}
+
+void ipv4(const uint8_t* frame, std::size_t off, std::size_t avail, PacketMeta& m) noexcept {
+  const uint8_t* ip = frame + off;
+  if (avail < 20 || (ip[0] >> 4) != 4) { m.malformed = true; return; }
+  m.family = 4;
+  m.addr_off = static_cast<uint32_t>(off + 12);
+  const std::size_t ihl = static_cast<std::size_t>(ip[0] & 0x0f) * 4;
+  const std::size_t total = rd16(ip + 2);
+  if (ihl < 20 || ihl > avail || total < ihl) { m.malformed = true; return; }
+  std::size_t end = total;
+  if (end > avail) {  // cut short: parse what is there
+    m.malformed = true;
+    end = avail;
+  }
+  m.proto = ip[9];
+  const uint16_t frag = rd16(ip + 6);
+  if ((frag & 0x1fff) != 0) {
+    m.non_first_fragment = true;
+    return;
+  }
+  m.fragmented = (frag & 0x2000) != 0;
+  m.l4_off = static_cast<uint32_t>(off + ihl);
+  m.l4_len = static_cast<uint32_t>(end - ihl);
+  transport(frame, m);
+}
+
+void ipv6(const uint8_t* frame, std::size_t off, std::size_t avail, PacketMeta& m) noexcept {
+  const uint8_t* ip = frame + off;
+  if (avail < 40 || (ip[0] >> 4) != 6) { m.malformed = true; return; }
+  m.family = 6;
+  m.addr_off = static_cast<uint32_t>(off + 8);
   std::size_t end = 40 + static_cast<std::size_t>(rd16(ip + 4));
   if (end > avail) {
-    out.malformed = true;
+    m.malformed = true;
     end = avail;
   }
   uint8_t nh = ip[6];
   std::size_t pos = 40;
-  bool fragmented = false;
   for (unsigned hops = 0;; ++hops) {
     std::size_t hl;
     switch (nh) {
@@ -233,29 +240,33 @@ void ipv6(const uint8_t* ip, std::size_t avail, Emitter& em, PacketKeys& out) no
       case 135:  // mobility
       case 139:  // HIP
       case 140:  // shim6
-        if (pos + 8 > end) { out.malformed = true; return; }
+        if (pos + 8 > end) { m.malformed = true; return; }
         hl = (static_cast<std::size_t>(ip[pos + 1]) + 1) * 8;
         break;
       case 51:  // authentication header
-        if (pos + 8 > end) { out.malformed = true; return; }
+        if (pos + 8 > end) { m.malformed = true; return; }
         hl = (static_cast<std::size_t>(ip[pos + 1]) + 2) * 4;
         break;
       case 44: {  // fragment
-        if (pos + 8 > end) { out.malformed = true; return; }
+        if (pos + 8 > end) { m.malformed = true; return; }
         const uint16_t fo = rd16(ip + pos + 2);
         if ((fo >> 3) != 0) {
-          out.non_first_fragment = true;
+          m.proto = ip[pos];
+          m.non_first_fragment = true;
           return;
         }
-        fragmented = (fo & 1) != 0;
+        m.fragmented = (fo & 1) != 0;
         hl = 8;
         break;
       }
       default:
-        transport(6, nh, ip + 8, ip + 24, ip + pos, end - pos, fragmented, em, out);
+        m.proto = nh;
+        m.l4_off = static_cast<uint32_t>(off + pos);
+        m.l4_len = static_cast<uint32_t>(end - pos);
+        transport(frame, m);
         return;
     }
-    if (pos + hl > end || hops + 1 > kMaxIpv6ExtHeaders) { out.malformed = true; return; }
+    if (pos + hl > end || hops + 1 > kMaxIpv6ExtHeaders) { m.malformed = true; return; }
     nh = ip[pos];
     pos += hl;
   }
@@ -263,13 +274,10 @@ void ipv6(const uint8_t* ip, std::size_t avail, Emitter& em, PacketKeys& out) no
 
 }  // namespace
 
-void classify(const uint8_t* frame, std::size_t len, PacketKeys& out) noexcept {
-  out.n = 0;
-  out.malformed = false;
-  out.url_too_long = false;
-  out.non_first_fragment = false;
+void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {
+  m = PacketMeta{};
   if (len < 14) {
-    out.malformed = true;
+    m.malformed = true;
     return;
   }
   std::size_t off = 14;
@@ -277,19 +285,51 @@ void classify(const uint8_t* frame, std::size_t len, PacketKeys& out) noexcept {
   for (unsigned tags = 0; type == kEthVlan || type == kEthQinQ; ++tags) {
     if (tags == kMaxVlanTags) return;  // deeper stacks are not parsed: match nothing
     if (off + 4 > len) {
-      out.malformed = true;
+      m.malformed = true;
       return;
     }
+    if (tags == 0) m.vlan = rd16(frame + off) & 0x0fff;
     type = rd16(frame + off + 2);
     off += 4;
   }
-  Emitter em(out);
   if (type == kEthIpv4) {
-    ipv4(frame + off, len - off, em, out);
+    ipv4(frame, off, len - off, m);
   } else if (type == kEthIpv6) {
-    ipv6(frame + off, len - off, em, out);
+    ipv6(frame, off, len - off, m);
+  }
+}
+
+void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) noexcept {
+  out.n = 0;
+  out.malformed = m.malformed;
+  out.url_too_long = false;
+  out.non_first_fragment = m.non_first_fragment;
+  Emitter em(out);
+  if (m.family != 0) {
+    const uint8_t* src = frame + m.addr_off;
+    const uint8_t* dst = src + m.addr_len();
+    addresses(m.family, src, dst, em);
+    if (m.l4) {
+      em.commit(RuleKind::kFlow, detail::encode_flow_key(em.cursor(), m.family, m.proto, src, m.sport,
+                                                         dst, m.dport));
+      em.commit(RuleKind::kService,
+                detail::encode_service_key(em.cursor(), m.family, m.proto, dst, m.dport));
+      if (m.payload_len != 0) {
+        if (m.proto == kProtoTcp) {
+          app_layer_tcp(frame + m.payload_off, m.payload_len, em);
+        } else if (m.proto == kProtoUdp && m.dport == 53) {
+          app_layer_dns(frame + m.payload_off, m.payload_len, em);
+        }
+      }
+    }
   }
   em.hash_all();
+}
+
+void classify(const uint8_t* frame, std::size_t len, PacketKeys& out) noexcept {
+  PacketMeta m;
+  parse_packet(frame, len, m);
+  classify_meta(frame, m, out);
 }
 
 }  // namespace cg

@@ -53,6 +53,36 @@ struct PacketKeys {
   const uint8_t* key_bytes(unsigned i) const noexcept { return bytes + key[i].offset; }
 };
 
+// The header walk of one frame (Ethernet/VLAN -> IPv4/IPv6 -> transport),
+// without any key: what a flow lookup needs, and where classify_meta() finds
+// the addresses, ports and payload. Offsets are from the start of the frame.
+struct PacketMeta {
+  uint8_t family = 0;          // 4 or 6: the addresses are valid; 0: not IP (or not parsed)
+  uint8_t proto = 0;           // IP protocol (after IPv6 extension headers)
+  bool malformed = false;      // truncated or inconsistent headers
+  bool l4 = false;             // the transport header parsed: ports (if any) are valid
+  bool fragmented = false;     // a first fragment with more to come
+  bool non_first_fragment = false;
+  uint8_t tcp_flags = 0;       // TCP only (FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10)
+  uint16_t vlan = 0;           // outer VLAN id, 0 if untagged
+  uint16_t sport = 0, dport = 0;
+  uint32_t addr_off = 0;       // source address; the destination follows (4 or 16 bytes on)
+  uint32_t l3_off = 0;         // IP header
+  uint32_t l4_off = 0;         // transport header
+  uint32_t l4_len = 0;         // transport bytes present (to the end of the IP packet)
+  uint32_t payload_off = 0;    // TCP/UDP payload
+  uint32_t payload_len = 0;
+  uint32_t tcp_seq = 0, tcp_ack = 0;
+  std::size_t addr_len() const noexcept { return family == 4 ? 4 : 16; }
+};
+
+// Same data-path contract as classify(); writes only `meta`.
+void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexcept;
+
+// The keys of a frame parse_packet() described (the same frame, unchanged).
+// classify(f, n, out) is parse_packet(f, n, meta) then classify_meta(f, meta, out).
+void classify_meta(const uint8_t* frame, const PacketMeta& meta, PacketKeys& out) noexcept;
+
 void classify(const uint8_t* frame, std::size_t len, PacketKeys& out) noexcept;
 
 }  // namespace cg
