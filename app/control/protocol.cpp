@@ -1,5 +1,7 @@
 #include "control/protocol.hpp"
 
+#include "gateway/log.hpp"
+
 namespace cg {
 namespace {
 
@@ -62,6 +64,8 @@ bool CommandHandler::hold(Session& s, std::size_t bytes, std::string& out) {
           (client_limit ? "larger than the per-client limit of " + mib(limits_.load_bytes_per_client)
                         : "all clients' pending loads exceed " + mib(limits_.load_bytes_total)) +
           " (split it); closing the connection");
+  CG_LOG(NOTICE, control, "control client's %s refused past the %s limit (%zu bytes held in all)", what,
+         client_limit ? "per-client" : "total", held_total_);
   release(s);
   s.mode = Session::Mode::kCommand;
   s.closing = true;

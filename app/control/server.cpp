@@ -1,5 +1,7 @@
 #include "control/server.hpp"
 
+#include "gateway/log.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -95,7 +97,9 @@ void ControlServer::accept_clients() {
       static constexpr char kBusy[] = "ERR 503 too many control clients (idle ones are closed after a timeout)\n";
       [[maybe_unused]] ssize_t w = ::send(c, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(c);
-      ++refused_;
+      if (refused_++ % 100 == 0)  // a flood of them is not a flood of log lines
+        CG_LOG(WARNING, control, "control socket: %zu clients connected, new client refused (%llu so far)",
+               clients_.size(), static_cast<unsigned long long>(refused_));
       continue;
     }
     auto cl = std::make_unique<Client>();
@@ -212,6 +216,8 @@ void ControlServer::poll_once(int timeout_ms) {
         [[maybe_unused]] ssize_t w = ::send(c.fd, kIdle, sizeof(kIdle) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       }
       ++idle_closed_;
+      CG_LOG(DEBUG, control, "control client idle for %lld ms: closed",
+             static_cast<long long>(idle_timeout_.count()));
       close = true;
     }
     if (close) {
@@ -227,6 +233,8 @@ void ControlServer::poll_once(int timeout_ms) {
   while (unread_total > max_unread_total_) {
     auto big = std::max_element(clients_.begin(), clients_.end(),
                                 [](const auto& a, const auto& b) { return a->unread() < b->unread(); });
+    CG_LOG(WARNING, control, "control client closed: %zu bytes of answers unread, all clients %zu (limit %zu)",
+           (*big)->unread(), unread_total, max_unread_total_);
     unread_total -= (*big)->unread();
     close_client(**big);
     clients_.erase(big);

@@ -190,8 +190,8 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
   }
   if (const toml::table* g = root["gateway"].as_table()) {
     const std::string w = path + ": gateway";
-    if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "state_dir", "rules",
-                         "rx_desc", "tx_desc"}, w, err))
+    if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "ctl_idle_timeout",
+                         "state_dir", "rules", "rx_desc", "tx_desc"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -219,6 +219,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;
     if (const toml::node* s = g->get("ctl"); s != nullptr && !c_string(*s, c.ctl, w + ".ctl", err))
       return false;
+    if (!integer(*g, "ctl_idle_timeout", 1u, 3600u, c.ctl_idle_timeout_s, w, err)) return false;
     if (const toml::node* s = g->get("state_dir");
         s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))
       return false;

@@ -26,6 +26,7 @@ struct GatewayConfig {
   bool drop_malformed = false;          // malformed = "pass" | "drop"
   std::size_t capacity = 1u << 20;      // rules
   std::string ctl;                      // control socket path ("" = default)
+  unsigned ctl_idle_timeout_s = 30;     // control clients idle this long are closed
   std::string state_dir;                // durable rule state ("" = none)
   std::vector<std::string> rules;       // rule files applied at start
   uint16_t rx_desc = 1024, tx_desc = 1024;

@@ -163,6 +163,7 @@ int run_gateway(const RunOptions& o) {
       }
       server = ControlServer::open(cfg.ctl, *handler, &err);
       if (!server) rc = fail(1, err);
+      else server->set_idle_timeout(std::chrono::seconds(cfg.ctl_idle_timeout_s));
     }
     if (rc == 0) {
       for (const auto& [a, b] : pairs) {

@@ -230,3 +230,18 @@ TEST(ParseConfig, DeeplyNestedArraysAreRefusedNotACrash) {
 
 }  // namespace
 }  // namespace cg
+
+TEST(Config, ControlIdleTimeoutIsBounded) {
+  cg::GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(cg::parse_config("[gateway]\nctl_idle_timeout = 5\n", "t.toml", c, &err)) << err;
+  EXPECT_EQ(c.ctl_idle_timeout_s, 5u);
+  cg::GatewayConfig d;
+  EXPECT_EQ(d.ctl_idle_timeout_s, 30u);  // the default: at most 30 s, as the issue asks
+  for (const char* bad : {"[gateway]\nctl_idle_timeout = 0\n", "[gateway]\nctl_idle_timeout = 3601\n",
+                          "[gateway]\nctl_idle_timeout = \"30\"\n"}) {
+    cg::GatewayConfig e;
+    EXPECT_FALSE(cg::parse_config(bad, "t.toml", e, &err)) << bad;
+    EXPECT_NE(err.find("ctl_idle_timeout"), std::string::npos) << err;
+  }
+}
