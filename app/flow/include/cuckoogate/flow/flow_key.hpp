@@ -1,0 +1,75 @@
+// The key of a flow: the 5-tuple plus a VLAN/zone, normalised so that both
+// directions of a flow give the same 40 bytes. DPDK-free and allocation-free;
+// the caller parses the headers and hands the fields to make_flow_key().
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace cg::flow {
+
+// IP protocol numbers the flow table tracks with their own states.
+inline constexpr uint8_t kProtoTcp = 6;
+inline constexpr uint8_t kProtoUdp = 17;
+
+// Both endpoints in a canonical order: end "a" is the smaller of the two
+// (address, port) pairs, compared address bytes first, then port value. An
+// IPv4 address fills addr_*[0..3] and leaves the rest zero; `family` keeps
+// 10.0.0.1 apart from the IPv6 address 0a00:0001::. Ports are whatever the
+// caller passes (network order as read from the packet is fine) as long as
+// it is always the same order; 0 for protocols without ports. For ICMP and
+// ICMPv6 echo request/reply pass the identifier as both ports (it is the
+// same in both directions), 0 for other ICMP types.
+struct FlowKey {
+  uint8_t addr_a[16];
+  uint8_t addr_b[16];
+  uint16_t port_a;
+  uint16_t port_b;
+  uint16_t zone;  // VLAN id or any other 16-bit zone; 0 if unused
+  uint8_t proto;  // IP protocol number (IPv6: the upper-layer protocol)
+  uint8_t family; // 4 or 6
+  friend bool operator==(const FlowKey&, const FlowKey&) = default;
+};
+static_assert(sizeof(FlowKey) == 40, "the flow entry budget assumes a 40-byte key");
+// No padding: the table hashes and compares keys as bytes.
+static_assert(std::has_unique_object_representations_v<FlowKey>);
+static_assert(std::is_trivially_copyable_v<FlowKey>);
+
+// Which end of the key a packet's source is.
+enum class Side : uint8_t { kA = 0, kB = 1 };
+
+// The fields of one packet, as parsed by the caller.
+struct FlowTuple {
+  const uint8_t* src = nullptr;  // 4 (family 4) or 16 (family 6) bytes, network order
+  const uint8_t* dst = nullptr;
+  uint16_t sport = 0;
+  uint16_t dport = 0;
+  uint16_t zone = 0;
+  uint8_t proto = 0;
+  uint8_t family = 4;
+};
+
+// Writes the normalised key of `t` (every byte of `key`, padding included)
+// and returns the side the packet's source is on. A packet whose source and
+// destination are equal (address and port) is on side kA in both directions.
+// `t.family` must be 4 or 6; anything but 6 is taken as 4. Never allocates,
+// never throws.
+inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
+  const std::size_t len = t.family == 6 ? 16 : 4;
+  uint8_t src[16] = {}, dst[16] = {};
+  std::memcpy(src, t.src, len);
+  std::memcpy(dst, t.dst, len);
+  const int c = std::memcmp(src, dst, len);
+  const bool swap = c > 0 || (c == 0 && t.sport > t.dport);
+  std::memcpy(key.addr_a, swap ? dst : src, 16);
+  std::memcpy(key.addr_b, swap ? src : dst, 16);
+  key.port_a = swap ? t.dport : t.sport;
+  key.port_b = swap ? t.sport : t.dport;
+  key.zone = t.zone;
+  key.proto = t.proto;
+  key.family = t.family == 6 ? 6 : 4;
+  return swap ? Side::kB : Side::kA;
+}
+
+}  // namespace cg::flow

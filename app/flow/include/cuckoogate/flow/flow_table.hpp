@@ -1,0 +1,261 @@
+// A per-worker flow table: fixed memory, set-associative 64-byte-line buckets,
+// lazy timeouts driven by the caller's clock, bounded eviction under floods.
+// Layout, policy and measurements: docs/dataplane.md, "Flow table".
+//
+// Thread-safety: ONE thread owns a table (the worker lcore whose queues see
+// both directions of its flows, thanks to symmetric RSS). Every member except
+// stats() must be called from that thread only; there are no locks and no
+// atomic read-modify-writes. stats() may be called from any thread: the
+// counters are single-writer atomics read with relaxed loads, as WorkerStats.
+//
+// Data-path contract: after create(), nothing allocates, makes a syscall,
+// throws or loops more than a fixed number of times (kWays slots per bucket,
+// one bucket per packet). Time is the caller's `now`, a tick count (TSC) that
+// must not decrease by more than a few milliseconds between calls.
+//
+// The burst loop (one table per worker, created on the worker's NUMA socket):
+//
+//   FlowPacket fp[kBurst];  FlowResult fr[kBurst];
+//   for i in burst:                       // the caller parses L3/L4
+//     fp[i].side = make_flow_key({src, dst, sport, dport, vlan, proto, family}, fp[i].key);
+//     fp[i].tcp_flags = tcp ? th->tcp_flags : 0;
+//   table.track_burst(fp, n, rte_rdtsc(), fr);   // lookup-or-insert, state, LRU
+//   for i in burst:
+//     FlowEntry* e = fr[i].entry;
+//     if (e == nullptr)                      judge the packet alone (a counted insert failure)
+//     else if (e->blocked())                 drop (generation changed: is the rule still there?)
+//     else if (e->verdict_current(gen) && e->inspect is kNone or kDone)   use e->verdict
+//     else                                   classify + filter lookup, then e->set_verdict(...)
+//   if the rx burst was empty: table.expire(now, 64);   // optional background sweep
+//
+// Every FlowEntry* a call returns stays valid (the same flow) until the next
+// call of track/track_burst/erase/expire; within one track_burst call, an
+// entry returned for an earlier packet is never evicted for a later one.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "cuckoogate/flow/flow_key.hpp"
+
+namespace cg::flow {
+
+// Direction of a packet relative to its flow: kForward from the initiator (the
+// end whose packet created the entry) to the responder, kReverse back.
+enum class Dir : uint8_t { kForward = 0, kReverse = 1 };
+
+// Simplified states; the timeout of an entry is chosen by its state.
+enum class FlowState : uint8_t {
+  kNone = 0,         // no entry
+  kTcpNew,           // one direction seen (SYN, or a mid-stream segment)
+  kTcpEstablished,   // both directions seen, no FIN or RST
+  kTcpClosing,       // a FIN from one end
+  kTcpClosed,        // a RST, or FINs from both ends
+  kUdp,              // UDP (the reply flag picks udp or udp_replied)
+  kOther,            // any other protocol (ICMP, SCTP, GRE, ...)
+};
+
+// What the caller decided for the flow (verdict cache). kUnknown: not decided.
+enum class Verdict : uint8_t { kUnknown = 0, kPass, kDrop, kReject };
+
+// Per-flow application-layer inspection progress (for reassembly/parsers).
+enum class Inspect : uint8_t { kNone = 0, kTlsFirstFlight, kHttpRequest, kDns, kDone };
+
+// TCP header flag bits, as in the TCP header's flags byte.
+inline constexpr uint8_t kTcpFin = 0x01;
+inline constexpr uint8_t kTcpSyn = 0x02;
+inline constexpr uint8_t kTcpRst = 0x04;
+inline constexpr uint8_t kTcpAck = 0x10;
+
+// FlowEntry::flags.
+inline constexpr uint8_t kFlowBlocked = 0x01;  // sticky block (item 3 of issue 10)
+// Bits 0x02..0x80 are spare.
+
+// One flow: the key and the caller's per-flow state, one cache line. The
+// table owns `key` (do not write it) and zeroes everything else when it
+// creates the entry; the rest is the caller's to read and write. The table's
+// own state (signature, last-seen stamp, TCP state, initiator, reply and FIN
+// bits) is in the bucket's header line, so expiry and eviction never read
+// entries.
+struct alignas(64) FlowEntry {
+  FlowKey key;               //  0: 40 bytes
+  uint64_t generation;       // 40: blocklist generation `verdict` was computed at
+  uint32_t next_seq[2];      // 48: next expected TCP sequence number, indexed by Dir (inspection)
+  uint32_t rule_slot;        // 56: slot of the rule that decided a drop/reject (hit counters)
+  Verdict verdict;           // 60
+  uint8_t rule_kind;         // 61: cg::RuleKind of that rule (1..7), 0 = none
+  Inspect inspect;           // 62
+  uint8_t flags;             // 63: kFlowBlocked; other bits spare
+
+  bool blocked() const noexcept { return (flags & kFlowBlocked) != 0; }
+  // The cached verdict was computed at generation `gen` (the current one).
+  bool verdict_current(uint64_t gen) const noexcept {
+    return verdict != Verdict::kUnknown && generation == gen;
+  }
+  // Caches a verdict; `block` makes it sticky (kDrop/kReject by a rule).
+  void set_verdict(Verdict v, uint64_t gen, uint8_t kind = 0, uint32_t slot = 0,
+                   bool block = false) noexcept {
+    verdict = v;
+    generation = gen;
+    rule_kind = kind;
+    rule_slot = slot;
+    flags = static_cast<uint8_t>(block ? (flags | kFlowBlocked) : (flags & ~kFlowBlocked));
+  }
+};
+static_assert(sizeof(FlowEntry) == 64, "one flow, one cache line");
+static_assert(alignof(FlowEntry) == 64);
+
+// Idle timeouts in seconds (1 s .. 12 days). Defaults, and nftables'
+// conntrack defaults for comparison, in docs/dataplane.md.
+struct FlowTimeouts {
+  uint32_t tcp_new = 30;
+  uint32_t tcp_established = 300;
+  uint32_t tcp_closing = 60;
+  uint32_t tcp_closed = 10;
+  uint32_t udp = 30;           // one direction seen
+  uint32_t udp_replied = 120;  // both directions seen
+  uint32_t other = 30;
+};
+
+struct FlowTableConfig {
+  // Entries; rounded up so that the bucket count (capacity / kWays) is a
+  // power of two. At most 2^31.
+  uint64_t capacity = uint64_t{1} << 18;
+  // Rate of the caller's `now` (rte_get_tsc_hz() in the gateway); required.
+  uint64_t ticks_per_second = 0;
+  // Hash seed: pass a random one so that senders cannot aim at one bucket.
+  uint64_t seed = 0;
+  FlowTimeouts timeouts;
+};
+
+// Where the table's single block of memory comes from. allocate() returns
+// `size` bytes aligned to `align` (64) or nullptr; the memory need not be
+// zeroed. Both null: std::aligned_alloc / std::free. The DPDK side passes
+// rte_zmalloc_socket / rte_free on the worker's socket.
+struct FlowAllocator {
+  void* (*allocate)(std::size_t size, std::size_t align, void* ctx) = nullptr;
+  void (*release)(void* p, void* ctx) = nullptr;
+  void* ctx = nullptr;
+};
+
+// One packet of a burst, as the caller fills it.
+struct FlowPacket {
+  FlowKey key;            // make_flow_key()
+  Side side;              // its return value
+  uint8_t tcp_flags;      // the TCP flags byte; ignored for other protocols
+};
+
+// What track() did with a packet.
+struct FlowResult {
+  FlowEntry* entry = nullptr;        // nullptr only when no slot could be taken (see track_burst)
+  Dir dir = Dir::kForward;           // the packet's direction
+  FlowState state = FlowState::kNone;  // after this packet
+  bool created = false;   // a fresh entry (verdict fields zero): new flow, expired one, or a
+                          // TCP SYN reopening a closing/closed flow
+  bool replied = false;   // packets have been seen in both directions
+};
+
+// A snapshot of the counters. This is the one list of them: the table keeps
+// one single-writer atomic per field, in this order.
+struct FlowStats {
+  uint64_t active = 0;           // occupied slots (incl. expired ones not reclaimed yet)
+  uint64_t created = 0;          // entries created (incl. SYN reopenings)
+  uint64_t evicted = 0;          // live entries evicted to make room
+  uint64_t evicted_replied = 0;  // of which had seen both directions
+  uint64_t expired = 0;          // entries reclaimed after their timeout
+  uint64_t hits = 0;             // track(): live entry found
+  uint64_t misses = 0;           // track(): no live entry (created or insert_failed)
+  uint64_t insert_failed = 0;    // track_burst(): every slot of the bucket pinned
+};
+
+struct FlowTableTestAccess;  // tests only
+
+class alignas(64) FlowTable {
+ public:
+  static constexpr unsigned kWays = 8;  // slots per bucket: one header line + 8 entry lines
+
+  struct Deleter {
+    void operator()(FlowTable* t) const noexcept;
+  };
+  using Ptr = std::unique_ptr<FlowTable, Deleter>;
+
+  // The only allocation: one block of memory_bytes() from `alloc`. Returns
+  // nullptr on invalid config or allocation failure, with a static message
+  // in *error (if non-null).
+  static Ptr create(const FlowTableConfig& cfg, const FlowAllocator& alloc = {},
+                    const char** error = nullptr) noexcept;
+
+  // Finds the live entry of `key` or creates one, advances its state for a
+  // packet from `side` with `tcp_flags`, and refreshes its last-seen time.
+  // A full bucket first reclaims its expired entries; if none, it evicts the
+  // least recently seen entry that has not seen a reply, else the least
+  // recently seen one (counted in evicted). Never fails: entry != nullptr.
+  FlowResult track(const FlowKey& key, Side side, uint8_t tcp_flags, uint64_t now) noexcept;
+
+  // track() for n packets in order, hashing and prefetching ahead. Every
+  // entry returned is pinned until the call returns: a later packet of the
+  // same call never evicts it, so the results differ from n track() calls
+  // only when such a call would have evicted an entry returned earlier. A
+  // packet whose bucket has all kWays slots pinned gets entry == nullptr
+  // (insert_failed); judge it without flow state.
+  void track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now, FlowResult* out) noexcept;
+
+  // The live entry of `key` without refreshing it, changing its state or
+  // counting (tests, diagnostics). entry == nullptr if absent or expired.
+  FlowResult find(const FlowKey& key, Side side, uint64_t now) noexcept;
+
+  // Removes the entry of `key`; false if there is none.
+  bool erase(const FlowKey& key) noexcept;
+
+  // Reclaims the expired entries of the next `max_buckets` buckets (a cursor
+  // wraps around the table) and returns how many. Optional: expiry is lazy
+  // anyway; this only keeps `active` close to the live count when idle.
+  uint32_t expire(uint64_t now, uint32_t max_buckets) noexcept;
+
+  uint64_t hash(const FlowKey& key) const noexcept;
+  // Prefetches the bucket header of a hash (for callers that pipeline).
+  void prefetch(uint64_t hash) const noexcept;
+
+  uint64_t capacity() const noexcept { return uint64_t{mask_ + 1} * kWays; }
+  std::size_t memory_bytes() const noexcept { return bytes_; }
+  // Ticks per unit of the stored last-seen stamps (a power of two ≤ 1 ms):
+  // an entry expires between timeout and timeout + 2 units after its last
+  // packet (exactly after timeout + 1 tick when the unit is one tick).
+  uint64_t stamp_unit_ticks() const noexcept { return uint64_t{1} << shift_; }
+  FlowStats stats() const noexcept;
+
+  FlowTable(const FlowTable&) = delete;
+  FlowTable& operator=(const FlowTable&) = delete;
+
+ private:
+  struct Bucket;
+  static constexpr std::size_t kCounters = sizeof(FlowStats) / sizeof(uint64_t);
+  friend struct FlowTableTestAccess;
+
+  FlowTable() = default;
+  ~FlowTable() = default;
+  uint32_t units(uint64_t now) const noexcept { return static_cast<uint32_t>(now >> shift_); }
+  bool expired(const Bucket& b, unsigned i, uint32_t t) const noexcept;
+  void clear_slot(Bucket& b, unsigned i) noexcept;
+  int make_room(Bucket& b, uint32_t t) noexcept;
+  FlowResult fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side,
+                  uint8_t tcp_flags, uint32_t t, uint8_t pin) noexcept;
+  FlowResult track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
+                          uint32_t t, uint8_t pin) noexcept;
+  int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
+
+  Bucket* buckets_ = nullptr;
+  uint64_t mask_ = 0;           // buckets - 1
+  uint64_t seed_ = 0;
+  unsigned shift_ = 0;          // stamp = now >> shift_
+  uint64_t cursor_ = 0;         // expire()
+  std::size_t bytes_ = 0;
+  FlowAllocator alloc_;
+  uint32_t timeout_[16] = {};   // in stamp units, by state | reply flag << 3
+  // FlowStats' fields in order, on their own line (the control lcore reads them).
+  alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
+};
+
+}  // namespace cg::flow

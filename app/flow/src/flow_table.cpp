@@ -1,0 +1,421 @@
+// The flow table. Layout: an array of power-of-two many buckets, each one
+// 64-byte header line followed by kWays 64-byte entries:
+//
+//   header: sig[8] (16-bit hash signatures, 0 = empty slot)  16 bytes
+//           stamp[8] (32-bit last-seen, in stamp units)       32 bytes
+//           state[8] (FlowState)                               8 bytes
+//           bits[8]  (initiator side, replied, FIN per
+//                     direction, pinned)                       8 bytes
+//   entry[8]: FlowEntry, 64 bytes each
+//
+// A lookup reads the header line, compares the signatures with one SIMD
+// compare, and reads only the entries whose signature matches (almost always
+// just the right one): two cache lines per packet. Expiry and eviction look
+// at the header only. The bucket is chosen by the hash's low bits and the
+// signature is its top 16 bits, so the two are independent.
+#include "cuckoogate/flow/flow_table.hpp"
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+// The per-packet helpers are inlined into track_hashed(): one call per packet.
+#define CG_FLOW_INLINE [[gnu::always_inline]] inline
+
+// The atomic behind a FlowStats field.
+#define CG_FLOW_COUNTER(field) counters_[offsetof(FlowStats, field) / sizeof(uint64_t)]
+
+namespace cg::flow {
+
+static_assert(std::has_unique_object_representations_v<FlowStats>,
+              "FlowStats is a plain list of uint64_t counters");
+
+namespace {
+
+constexpr unsigned kWays = FlowTable::kWays;
+
+// Header bits per slot.
+constexpr uint8_t kInitB = 0x01;     // the initiator is side B of the key
+constexpr uint8_t kReplied = 0x02;   // a packet from the responder has been seen
+constexpr uint8_t kFinFwd = 0x04;    // FIN from the initiator
+constexpr uint8_t kFinRev = 0x08;    // FIN from the responder
+constexpr uint8_t kPinned = 0x10;    // returned by the running track_burst: not evictable
+
+constexpr unsigned kTimeoutSlots = 16;  // state (3 bits) | replied << 3
+
+unsigned timeout_index(uint8_t state, uint8_t bits) noexcept {
+  return state | ((bits & kReplied) != 0 ? 8u : 0u);
+}
+
+uint16_t signature(uint64_t h) noexcept {
+  const auto s = static_cast<uint16_t>(h >> 48);
+  return static_cast<uint16_t>(s | (s == 0));  // 0 marks an empty slot
+}
+
+// Bit 2*i is set for every slot i whose signature equals `sig`.
+uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
+#if defined(__SSE2__)
+  const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sigs));
+  const __m128i eq = _mm_cmpeq_epi16(s, _mm_set1_epi16(static_cast<short>(sig)));
+  return static_cast<uint32_t>(_mm_movemask_epi8(eq)) & 0x5555u;
+#else
+  uint32_t m = 0;
+  for (unsigned i = 0; i < kWays; ++i) m |= static_cast<uint32_t>(sigs[i] == sig) << (2 * i);
+  return m;
+#endif
+}
+
+unsigned first_slot(uint32_t m) noexcept { return static_cast<unsigned>(__builtin_ctz(m)) >> 1; }
+
+CG_FLOW_INLINE uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
+  return XXH3_64bits_withSeed(&key, sizeof key, seed);
+}
+
+bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
+  uint64_t x[5], y[5];
+  std::memcpy(x, &a, sizeof x);
+  std::memcpy(y, &b, sizeof y);
+  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
+}
+
+// Age in stamp units; a stamp ahead of `t` (a clock that stepped back a
+// little) counts as age 0, so stamps may wrap after 2^31 units.
+uint32_t age(uint32_t stamp, uint32_t t) noexcept {
+  const uint32_t d = t - stamp;
+  return static_cast<int32_t>(d) < 0 ? 0 : d;
+}
+
+FlowState initial_state(uint8_t proto, uint8_t tcp_flags, uint8_t& bits) noexcept {
+  if (proto == kProtoUdp) return FlowState::kUdp;
+  if (proto != kProtoTcp) return FlowState::kOther;
+  if (tcp_flags & kTcpRst) return FlowState::kTcpClosed;
+  if (tcp_flags & kTcpFin) {
+    bits |= kFinFwd;
+    return FlowState::kTcpClosing;
+  }
+  return FlowState::kTcpNew;
+}
+
+// The next TCP state for a packet in direction `d` of a live entry. Returns
+// kNone when the packet opens a new connection on the same 5-tuple (a SYN
+// without ACK while closing or closed): the caller recreates the entry.
+FlowState tcp_next(FlowState s, uint8_t& bits, Dir d, uint8_t tcp_flags) noexcept {
+  if (tcp_flags & kTcpRst) return FlowState::kTcpClosed;
+  if ((tcp_flags & (kTcpSyn | kTcpAck)) == kTcpSyn &&
+      (s == FlowState::kTcpClosing || s == FlowState::kTcpClosed))
+    return FlowState::kNone;
+  if (tcp_flags & kTcpFin) {
+    bits |= d == Dir::kForward ? kFinFwd : kFinRev;
+    return (bits & (kFinFwd | kFinRev)) == (kFinFwd | kFinRev) ? FlowState::kTcpClosed
+                                                                : FlowState::kTcpClosing;
+  }
+  if (s == FlowState::kTcpNew && d == Dir::kReverse) return FlowState::kTcpEstablished;
+  return s;
+}
+
+void* default_allocate(std::size_t size, std::size_t align, void*) {
+  return std::aligned_alloc(align, (size + align - 1) / align * align);
+}
+void default_release(void* p, void*) { std::free(p); }
+
+inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
+  // Single writer: a plain load and store, no locked instruction.
+  c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+struct alignas(64) FlowTable::Bucket {
+  uint16_t sig[kWays];
+  uint32_t stamp[kWays];
+  uint8_t state[kWays];
+  uint8_t bits[kWays];
+  FlowEntry entry[kWays];
+};
+static_assert(kWays == 8, "match() compares 8 signatures in one 128-bit register");
+
+FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator& alloc,
+                                 const char** error) noexcept {
+  static_assert(sizeof(Bucket) == 64 * (1 + kWays), "a header line and one line per entry");
+  static_assert(offsetof(Bucket, entry) == 64);
+  auto fail = [error](const char* why) {
+    if (error != nullptr) *error = why;
+    return Ptr();
+  };
+  if (cfg.capacity == 0 || cfg.capacity > (uint64_t{1} << 31))
+    return fail("flow table capacity must be between 1 and 2^31 entries");
+  if (cfg.ticks_per_second == 0) return fail("flow table ticks_per_second must be positive");
+  if ((alloc.allocate == nullptr) != (alloc.release == nullptr))
+    return fail("flow table allocator needs both allocate and release");
+
+  // The largest power-of-two unit of at most 1 ms (one tick if ticks are coarser).
+  unsigned shift = 0;
+  while ((cfg.ticks_per_second / 1000) >> (shift + 1) != 0) ++shift;
+  const FlowTimeouts& to = cfg.timeouts;
+  const uint32_t by_state[7] = {0, to.tcp_new, to.tcp_established, to.tcp_closing,
+                                to.tcp_closed, to.udp, to.other};
+  uint32_t units[kTimeoutSlots] = {};
+  for (unsigned s = 1; s < 7; ++s) {
+    for (unsigned replied = 0; replied < 2; ++replied) {
+      const uint32_t sec = s == static_cast<unsigned>(FlowState::kUdp) && replied ? to.udp_replied
+                                                                                  : by_state[s];
+      if (sec == 0 || sec > 12u * 86400u) return fail("flow timeouts must be 1 s .. 12 days");
+      // ceil(sec * hz / unit); must stay below 2^30 units so that age() is unambiguous.
+      const unsigned __int128 ticks = static_cast<unsigned __int128>(sec) * cfg.ticks_per_second;
+      const unsigned __int128 u = (ticks + ((uint64_t{1} << shift) - 1)) >> shift;
+      if (u >= (uint64_t{1} << 30)) return fail("flow timeout too long for the tick rate");
+      units[s | (replied << 3)] = static_cast<uint32_t>(u);
+    }
+  }
+
+  uint64_t buckets = 1;
+  while (buckets * kWays < cfg.capacity) buckets <<= 1;
+  const std::size_t head = (sizeof(FlowTable) + 63) / 64 * 64;
+  const std::size_t bytes = head + static_cast<std::size_t>(buckets) * sizeof(Bucket);
+
+  FlowAllocator a = alloc;
+  if (a.allocate == nullptr) {
+    a.allocate = default_allocate;
+    a.release = default_release;
+  }
+  void* mem = a.allocate(bytes, 64, a.ctx);
+  if (mem == nullptr) return fail("flow table allocation failed");
+  // Zero it all (rte_zmalloc has already, malloc has not): every slot empty.
+  // This also touches every page now rather than on the data path.
+  std::memset(mem, 0, bytes);
+
+  FlowTable* t = new (mem) FlowTable();
+  t->buckets_ = reinterpret_cast<Bucket*>(static_cast<unsigned char*>(mem) + head);
+  t->mask_ = buckets - 1;
+  t->seed_ = cfg.seed;
+  t->shift_ = shift;
+  t->bytes_ = bytes;
+  t->alloc_ = a;
+  std::memcpy(t->timeout_, units, sizeof units);
+  return Ptr(t);
+}
+
+void FlowTable::Deleter::operator()(FlowTable* t) const noexcept {
+  if (t == nullptr) return;
+  const FlowAllocator a = t->alloc_;
+  t->~FlowTable();
+  a.release(t, a.ctx);
+}
+
+uint64_t FlowTable::hash(const FlowKey& key) const noexcept { return key_hash(key, seed_); }
+
+void FlowTable::prefetch(uint64_t h) const noexcept {
+  __builtin_prefetch(&buckets_[h & mask_], 1, 3);
+}
+
+CG_FLOW_INLINE bool FlowTable::expired(const Bucket& b, unsigned i, uint32_t t) const noexcept {
+  return age(b.stamp[i], t) > timeout_[timeout_index(b.state[i], b.bits[i])];
+}
+
+void FlowTable::clear_slot(Bucket& b, unsigned i) noexcept {
+  b.sig[i] = 0;
+  b.stamp[i] = 0;
+  b.state[i] = 0;
+  b.bits[i] = 0;
+}
+
+// A slot for a new entry in a bucket without a free one: reclaims every
+// expired, unpinned entry (returning the first), else evicts the unpinned
+// entry with the highest (not replied, age) — the least recently seen of
+// the unreplied ones if any. -1 if every slot is pinned.
+int FlowTable::make_room(Bucket& b, uint32_t t) noexcept {
+  int reclaimed = -1, victim = -1;
+  uint64_t worst = 0;
+  for (unsigned i = 0; i < kWays; ++i) {
+    if (b.bits[i] & kPinned) continue;
+    const uint32_t a = age(b.stamp[i], t);
+    if (a > timeout_[timeout_index(b.state[i], b.bits[i])]) {
+      clear_slot(b, i);
+      add(CG_FLOW_COUNTER(expired));
+      add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+      if (reclaimed < 0) reclaimed = static_cast<int>(i);
+      continue;
+    }
+    const uint64_t score = (uint64_t{(b.bits[i] & kReplied) == 0} << 32) | a;
+    if (victim < 0 || score > worst) {
+      victim = static_cast<int>(i);
+      worst = score;
+    }
+  }
+  if (reclaimed >= 0) return reclaimed;
+  if (victim >= 0) {
+    add(CG_FLOW_COUNTER(evicted));
+    if (b.bits[victim] & kReplied) add(CG_FLOW_COUNTER(evicted_replied));
+    add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+    clear_slot(b, static_cast<unsigned>(victim));
+  }
+  return victim;
+}
+
+// Writes a fresh entry for `key` into the empty slot i.
+FlowResult FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side,
+                           uint8_t tcp_flags, uint32_t t, uint8_t pin) noexcept {
+  FlowEntry& e = b.entry[i];
+  e = FlowEntry{};
+  e.key = key;
+  uint8_t bits = static_cast<uint8_t>((side == Side::kB ? kInitB : 0) | pin);
+  const FlowState s = initial_state(key.proto, tcp_flags, bits);
+  b.sig[i] = sig;
+  b.stamp[i] = t;
+  b.state[i] = static_cast<uint8_t>(s);
+  b.bits[i] = bits;
+  add(CG_FLOW_COUNTER(created));
+  add(CG_FLOW_COUNTER(active));
+  return {&e, Dir::kForward, s, true, false};
+}
+
+CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept {
+  for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
+    const unsigned i = first_slot(m);
+    if (key_equal(b.entry[i].key, key)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
+                                   uint32_t t, uint8_t pin) noexcept {
+  Bucket& b = buckets_[h & mask_];
+  const uint16_t sig = signature(h);
+  const int found = find_slot(b, key, h);
+  if (found >= 0) {
+    const auto i = static_cast<unsigned>(found);
+    if (expired(b, i, t)) {  // a stale entry of the same flow: start afresh in its slot
+      add(CG_FLOW_COUNTER(expired));
+      add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+      add(CG_FLOW_COUNTER(misses));
+      clear_slot(b, i);
+      return fill(b, i, key, sig, side, tcp_flags, t, pin);
+    }
+    uint8_t bits = b.bits[i];
+    const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
+    if (d == Dir::kReverse) bits |= kReplied;
+    auto s = static_cast<FlowState>(b.state[i]);
+    if (key.proto == kProtoTcp) {
+      s = tcp_next(s, bits, d, tcp_flags);
+      if (s == FlowState::kNone) {  // SYN on a closing/closed flow: a new connection
+        add(CG_FLOW_COUNTER(hits));
+        add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+        clear_slot(b, i);
+        return fill(b, i, key, sig, side, tcp_flags, t, pin);
+      }
+    }
+    b.stamp[i] = t;
+    b.state[i] = static_cast<uint8_t>(s);
+    b.bits[i] = static_cast<uint8_t>(bits | pin);
+    add(CG_FLOW_COUNTER(hits));
+    return {&b.entry[i], d, s, false, (bits & kReplied) != 0};
+  }
+  add(CG_FLOW_COUNTER(misses));
+  uint32_t free_mask = match(b.sig, 0);
+  int slot = free_mask != 0 ? static_cast<int>(first_slot(free_mask)) : make_room(b, t);
+  if (slot < 0) {
+    add(CG_FLOW_COUNTER(insert_failed));
+    return {};
+  }
+  return fill(b, static_cast<unsigned>(slot), key, sig, side, tcp_flags, t, pin);
+}
+
+FlowResult FlowTable::track(const FlowKey& key, Side side, uint8_t tcp_flags,
+                            uint64_t now) noexcept {
+  return track_hashed(key, key_hash(key, seed_), side, tcp_flags, units(now), 0);
+}
+
+void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
+                            FlowResult* out) noexcept {
+  constexpr uint32_t kChunk = 32;
+  const uint32_t t = units(now);
+  uint64_t h[kChunk];
+  for (uint32_t base = 0; base < n; base += kChunk) {
+    const uint32_t c = n - base < kChunk ? n - base : kChunk;
+    // Stage 1: hash everything, prefetch the bucket headers.
+    for (uint32_t j = 0; j < c; ++j) {
+      h[j] = key_hash(pkts[base + j].key, seed_);
+      prefetch(h[j]);
+    }
+    // Stage 2: the headers are on their way or here; prefetch the entry
+    // whose signature matches (the hit's line, or nothing for a new flow).
+    for (uint32_t j = 0; j < c; ++j) {
+      const Bucket& b = buckets_[h[j] & mask_];
+      const uint32_t m = match(b.sig, signature(h[j]));
+      if (m != 0) __builtin_prefetch(&b.entry[first_slot(m)], 1, 3);
+    }
+    // Stage 3: resolve in packet order (so the results equal n track() calls).
+    for (uint32_t j = 0; j < c; ++j) {
+      const FlowPacket& p = pkts[base + j];
+      out[base + j] = track_hashed(p.key, h[j], p.side, p.tcp_flags, t, kPinned);
+    }
+  }
+  // Unpin. An entry's bucket and slot follow from its address.
+  auto* const first = reinterpret_cast<unsigned char*>(buckets_);
+  for (uint32_t j = 0; j < n; ++j) {
+    if (out[j].entry == nullptr) continue;
+    const auto off = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
+    Bucket& b = buckets_[off / sizeof(Bucket)];
+    const std::size_t slot = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
+    b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);
+  }
+}
+
+FlowResult FlowTable::find(const FlowKey& key, Side side, uint64_t now) noexcept {
+  const uint64_t h = key_hash(key, seed_);
+  Bucket& b = buckets_[h & mask_];
+  const int found = find_slot(b, key, h);
+  if (found < 0 || expired(b, static_cast<unsigned>(found), units(now))) return {};
+  const uint8_t bits = b.bits[found];
+  const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
+  return {&b.entry[found], d, static_cast<FlowState>(b.state[found]), false,
+          (bits & kReplied) != 0};
+}
+
+bool FlowTable::erase(const FlowKey& key) noexcept {
+  const uint64_t h = key_hash(key, seed_);
+  Bucket& b = buckets_[h & mask_];
+  const int found = find_slot(b, key, h);
+  if (found < 0) return false;
+  clear_slot(b, static_cast<unsigned>(found));
+  add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+  return true;
+}
+
+uint32_t FlowTable::expire(uint64_t now, uint32_t max_buckets) noexcept {
+  const uint32_t t = units(now);
+  uint32_t n = 0;
+  const uint64_t todo = max_buckets < mask_ + 1 ? max_buckets : mask_ + 1;
+  for (uint64_t k = 0; k < todo; ++k) {
+    Bucket& b = buckets_[cursor_];
+    cursor_ = (cursor_ + 1) & mask_;
+    for (unsigned i = 0; i < kWays; ++i) {
+      if (b.sig[i] == 0 || (b.bits[i] & kPinned) || !expired(b, i, t)) continue;
+      clear_slot(b, i);
+      ++n;
+    }
+  }
+  if (n != 0) {
+    add(CG_FLOW_COUNTER(expired), n);
+    add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(0) - n);
+  }
+  return n;
+}
+
+FlowStats FlowTable::stats() const noexcept {
+  std::array<uint64_t, kCounters> v;
+  for (std::size_t i = 0; i < kCounters; ++i) v[i] = counters_[i].load(std::memory_order_relaxed);
+  return std::bit_cast<FlowStats>(v);
+}
+
+}  // namespace cg::flow

@@ -1,0 +1,596 @@
+// The per-worker flow table: one entry for both directions, states and their
+// timeouts on a fake clock, bounded eviction under floods (LRU within a
+// bucket, unreplied flows first), pinning within a burst, the verdict-cache
+// fields and the counters.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "cuckoogate/flow/flow_table.hpp"
+
+// Counts every global operator new while `g_counting` is set: the flood test
+// asserts the table never allocates after create(). GCC takes the malloc/free
+// pair inside replaced new/delete for a mismatch once inlined (it is not).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<uint64_t> g_news{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace cg::flow {
+
+struct FlowTableTestAccess {
+  static uint64_t bucket_of(const FlowTable& t, const FlowKey& k) { return t.hash(k) & t.mask_; }
+  static uint64_t buckets(const FlowTable& t) { return t.mask_ + 1; }
+};
+
+namespace {
+
+constexpr uint64_t kHz = 1000;  // fake clock: one tick per millisecond = one stamp unit
+
+// An IPv4 packet of flow n from its "client" (10.x.y.z:port) to a server,
+// or back when `reply`.
+FlowPacket v4(uint32_t n, bool reply = false, uint8_t proto = kProtoUdp, uint8_t tcp_flags = 0,
+              uint16_t zone = 0) {
+  const uint8_t client[4] = {10, static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 8),
+                             static_cast<uint8_t>(n)};
+  const uint8_t server[4] = {192, 0, 2, 1};
+  FlowTuple t;
+  t.src = reply ? server : client;
+  t.dst = reply ? client : server;
+  t.sport = reply ? 443 : static_cast<uint16_t>(1024 + (n & 0x7fff));
+  t.dport = reply ? static_cast<uint16_t>(1024 + (n & 0x7fff)) : 443;
+  t.proto = proto;
+  t.zone = zone;
+  t.family = 4;
+  FlowPacket p{};
+  p.side = make_flow_key(t, p.key);
+  p.tcp_flags = tcp_flags;
+  return p;
+}
+
+FlowPacket tcp(uint32_t n, bool reply, uint8_t flags) { return v4(n, reply, kProtoTcp, flags); }
+
+FlowTableConfig config(uint64_t capacity = 1024, uint64_t hz = kHz) {
+  FlowTableConfig c;
+  c.capacity = capacity;
+  c.ticks_per_second = hz;
+  c.seed = 0x5eed;
+  return c;
+}
+
+FlowTable::Ptr make_table(const FlowTableConfig& c = config()) {
+  const char* err = nullptr;
+  FlowTable::Ptr t = FlowTable::create(c, {}, &err);
+  EXPECT_NE(t, nullptr) << (err ? err : "");
+  return t;
+}
+
+FlowResult track(FlowTable& t, const FlowPacket& p, uint64_t now) {
+  return t.track(p.key, p.side, p.tcp_flags, now);
+}
+
+bool alive(FlowTable& t, const FlowPacket& p, uint64_t now) {
+  return t.find(p.key, p.side, now).entry != nullptr;
+}
+
+// `count` flows (numbered from `from`, protocol `proto`) whose keys land in
+// the bucket of `like`.
+std::vector<FlowPacket> same_bucket(const FlowTable& t, const FlowPacket& like, unsigned count,
+                                    uint32_t from = 100000, uint8_t proto = kProtoUdp) {
+  std::vector<FlowPacket> out;
+  const uint64_t b = FlowTableTestAccess::bucket_of(t, like.key);
+  for (uint32_t n = from; out.size() < count; ++n) {
+    FlowPacket p = v4(n, false, proto);
+    if (FlowTableTestAccess::bucket_of(t, p.key) == b) out.push_back(p);
+  }
+  return out;
+}
+
+// ---- one entry per flow, direction --------------------------------------
+
+TEST(FlowTable, BothDirectionsMapToOneEntryWithTheirDirection) {
+  auto t = make_table();
+  const FlowResult a = track(*t, v4(1), 0);
+  ASSERT_NE(a.entry, nullptr);
+  EXPECT_TRUE(a.created);
+  EXPECT_EQ(a.dir, Dir::kForward);
+  EXPECT_FALSE(a.replied);
+  const FlowResult b = track(*t, v4(1, true), 1);
+  EXPECT_EQ(b.entry, a.entry);
+  EXPECT_FALSE(b.created);
+  EXPECT_EQ(b.dir, Dir::kReverse);
+  EXPECT_TRUE(b.replied);
+  const FlowResult c = track(*t, v4(1), 2);
+  EXPECT_EQ(c.entry, a.entry);
+  EXPECT_EQ(c.dir, Dir::kForward);
+  EXPECT_EQ(t->stats().active, 1u);
+}
+
+TEST(FlowTable, TheInitiatorIsWhoeverCreatedTheEntry) {
+  // The server's packet comes first here: it is the initiator (side b of the key).
+  auto t = make_table();
+  const FlowPacket server = v4(7, true), client = v4(7);
+  ASSERT_NE(server.side, client.side);
+  EXPECT_EQ(track(*t, server, 0).dir, Dir::kForward);
+  EXPECT_EQ(track(*t, client, 0).dir, Dir::kReverse);
+  EXPECT_EQ(track(*t, server, 0).dir, Dir::kForward);
+  EXPECT_EQ(t->find(client.key, client.side, 0).dir, Dir::kReverse);
+}
+
+TEST(FlowTable, Ipv6FlowsAreTrackedLikeIpv4) {
+  auto t = make_table();
+  uint8_t a[16] = {0x20, 0x01, 0x0d, 0xb8}, b[16] = {0x20, 0x01, 0x0d, 0xb8};
+  a[15] = 1;
+  b[15] = 2;
+  FlowTuple ft{a, b, 5555, 80, 0, kProtoTcp, 6};
+  FlowPacket fwd{}, rev{};
+  fwd.side = make_flow_key(ft, fwd.key);
+  ft = FlowTuple{b, a, 80, 5555, 0, kProtoTcp, 6};
+  rev.side = make_flow_key(ft, rev.key);
+  const FlowResult r1 = t->track(fwd.key, fwd.side, kTcpSyn, 0);
+  const FlowResult r2 = t->track(rev.key, rev.side, kTcpSyn | kTcpAck, 1);
+  EXPECT_EQ(r1.entry, r2.entry);
+  EXPECT_EQ(r2.dir, Dir::kReverse);
+  EXPECT_EQ(r2.state, FlowState::kTcpEstablished);
+  EXPECT_EQ(std::memcmp(&r1.entry->key, &fwd.key, sizeof(FlowKey)), 0);
+}
+
+TEST(FlowTable, VlanZoneSeparatesOtherwiseEqualFlows) {
+  auto t = make_table();
+  const FlowResult z1 = track(*t, v4(3, false, kProtoUdp, 0, 1), 0);
+  const FlowResult z2 = track(*t, v4(3, false, kProtoUdp, 0, 2), 0);
+  EXPECT_TRUE(z1.created);
+  EXPECT_TRUE(z2.created);
+  EXPECT_NE(z1.entry, z2.entry);
+  EXPECT_EQ(track(*t, v4(3, true, kProtoUdp, 0, 2), 0).entry, z2.entry);
+  EXPECT_EQ(t->stats().created, 2u);
+}
+
+// ---- TCP states ----------------------------------------------------------
+
+TEST(FlowTable, TcpHandshakeAndCloseWalkTheStates) {
+  auto t = make_table();
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpSyn), 0).state, FlowState::kTcpNew);
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpSyn), 0).state, FlowState::kTcpNew);  // retransmit
+  EXPECT_EQ(track(*t, tcp(1, true, kTcpSyn | kTcpAck), 0).state, FlowState::kTcpEstablished);
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpAck), 0).state, FlowState::kTcpEstablished);
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpFin | kTcpAck), 0).state, FlowState::kTcpClosing);
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpFin | kTcpAck), 0).state, FlowState::kTcpClosing);
+  EXPECT_EQ(track(*t, tcp(1, true, kTcpFin | kTcpAck), 0).state, FlowState::kTcpClosed);
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpAck), 0).state, FlowState::kTcpClosed);
+}
+
+TEST(FlowTable, RstClosesAndFirstPacketsPickTheirState) {
+  auto t = make_table();
+  track(*t, tcp(1, false, kTcpSyn), 0);
+  EXPECT_EQ(track(*t, tcp(1, true, kTcpRst | kTcpAck), 0).state, FlowState::kTcpClosed);
+  EXPECT_EQ(track(*t, tcp(2, false, kTcpAck), 0).state, FlowState::kTcpNew);  // mid-stream
+  EXPECT_EQ(track(*t, tcp(2, true, kTcpAck), 0).state, FlowState::kTcpEstablished);
+  EXPECT_EQ(track(*t, tcp(3, false, kTcpFin | kTcpAck), 0).state, FlowState::kTcpClosing);
+  EXPECT_EQ(track(*t, tcp(4, false, kTcpRst), 0).state, FlowState::kTcpClosed);
+  EXPECT_EQ(track(*t, v4(5), 0).state, FlowState::kUdp);
+  EXPECT_EQ(track(*t, v4(6, false, 1), 0).state, FlowState::kOther);  // ICMP
+}
+
+TEST(FlowTable, SynOnAClosedFlowStartsAFreshEntry) {
+  auto t = make_table();
+  track(*t, tcp(1, false, kTcpSyn), 0);
+  FlowEntry* e = track(*t, tcp(1, true, kTcpSyn | kTcpAck), 0).entry;
+  e->set_verdict(Verdict::kDrop, 5, 7, 42, true);
+  track(*t, tcp(1, true, kTcpRst), 0);
+  // The server reconnects to the client's port: a new connection, new initiator.
+  const FlowResult r = track(*t, tcp(1, true, kTcpSyn), 1);
+  EXPECT_TRUE(r.created);
+  EXPECT_EQ(r.entry, e);
+  EXPECT_EQ(r.dir, Dir::kForward);
+  EXPECT_EQ(r.state, FlowState::kTcpNew);
+  EXPECT_EQ(r.entry->verdict, Verdict::kUnknown);
+  EXPECT_FALSE(r.entry->blocked());
+  EXPECT_EQ(t->stats().active, 1u);
+  // A SYN-ACK (not a new connection) on a closed flow changes nothing.
+  track(*t, tcp(2, false, kTcpRst), 0);
+  EXPECT_FALSE(track(*t, tcp(2, false, kTcpSyn | kTcpAck), 0).created);
+}
+
+// ---- timeouts on a fake clock ----------------------------------------------
+
+struct TimeoutCase {
+  const char* name;
+  std::vector<FlowPacket> packets;  // all at time 0
+  uint32_t seconds;                 // the state's timeout
+};
+
+TEST(FlowTable, EachStateLivesExactlyItsTimeout) {
+  FlowTableConfig c = config();
+  c.timeouts = {11, 301, 61, 9, 29, 121, 31};  // distinct, so a mix-up shows
+  const std::vector<TimeoutCase> cases = {
+      {"tcp new", {tcp(1, false, kTcpSyn)}, 11},
+      {"tcp established", {tcp(1, false, kTcpSyn), tcp(1, true, kTcpSyn | kTcpAck)}, 301},
+      {"tcp closing", {tcp(1, false, kTcpSyn), tcp(1, true, kTcpAck), tcp(1, false, kTcpFin)}, 61},
+      {"tcp closed (rst)", {tcp(1, false, kTcpSyn), tcp(1, true, kTcpRst)}, 9},
+      {"tcp closed (fins)", {tcp(1, false, kTcpFin), tcp(1, true, kTcpFin)}, 9},
+      {"udp", {v4(1)}, 29},
+      {"udp replied", {v4(1), v4(1, true)}, 121},
+      {"other", {v4(1, false, 47)}, 31},
+      {"other replied", {v4(1, false, 47), v4(1, true, 47)}, 31},
+  };
+  for (const TimeoutCase& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    auto t = make_table(c);
+    for (const FlowPacket& p : tc.packets) track(*t, p, 0);
+    const FlowPacket& probe = tc.packets.front();
+    const uint64_t limit = uint64_t{tc.seconds} * kHz;
+    EXPECT_TRUE(alive(*t, probe, limit - 1));
+    EXPECT_TRUE(alive(*t, probe, limit));
+    EXPECT_FALSE(alive(*t, probe, limit + 1));
+    // find() does not refresh: still gone. track() starts a fresh entry.
+    EXPECT_FALSE(alive(*t, probe, limit + 1));
+    const FlowResult r = track(*t, probe, limit + 1);
+    EXPECT_TRUE(r.created);
+    EXPECT_EQ(t->stats().expired, 1u);
+    EXPECT_EQ(t->stats().active, 1u);
+  }
+}
+
+TEST(FlowTable, SynOnlyFlowsExpireBeforeEstablishedOnes) {
+  auto t = make_table();  // default timeouts
+  const FlowPacket syn = tcp(1, false, kTcpSyn);
+  track(*t, syn, 0);
+  track(*t, tcp(2, false, kTcpSyn), 0);
+  track(*t, tcp(2, true, kTcpSyn | kTcpAck), 0);
+  const uint64_t t1 = uint64_t{FlowTimeouts{}.tcp_new} * kHz + 1;
+  EXPECT_FALSE(alive(*t, syn, t1));
+  EXPECT_TRUE(alive(*t, tcp(2, false, 0), t1));
+  EXPECT_LT(FlowTimeouts{}.tcp_new, FlowTimeouts{}.tcp_established);
+}
+
+TEST(FlowTable, EveryPacketRefreshesTheTimeout) {
+  auto t = make_table();
+  const FlowPacket p = v4(1);
+  const uint64_t udp = uint64_t{FlowTimeouts{}.udp} * kHz;
+  track(*t, p, 0);
+  for (uint64_t now = udp; now <= 10 * udp; now += udp) EXPECT_FALSE(track(*t, p, now).created);
+  EXPECT_EQ(t->stats().expired, 0u);
+}
+
+TEST(FlowTable, FastClockExpiresWithinTwoStampUnits) {
+  const uint64_t hz = 2'500'000'000;  // a 2.5 GHz TSC
+  auto t = make_table(config(1024, hz));
+  const uint64_t unit = t->stamp_unit_ticks();
+  EXPECT_LE(unit, hz / 1000);
+  EXPECT_GT(unit * 2, hz / 1000);
+  const uint64_t start = 12345678901234;
+  const FlowPacket p = v4(1);
+  track(*t, p, start);
+  const uint64_t limit = uint64_t{FlowTimeouts{}.udp} * hz;
+  EXPECT_TRUE(alive(*t, p, start + limit));
+  EXPECT_FALSE(alive(*t, p, start + limit + 2 * unit));
+}
+
+TEST(FlowTable, AClockSteppingBackDoesNotExpireEntries) {
+  auto t = make_table();
+  const FlowPacket p = v4(1);
+  track(*t, p, 5000);
+  EXPECT_TRUE(alive(*t, p, 4990));
+  EXPECT_FALSE(track(*t, p, 4990).created);
+}
+
+TEST(FlowTable, ExpireSweepsIdleBucketsWithinItsBudget) {
+  auto t = make_table(config(4096));
+  for (uint32_t n = 0; n < 200; ++n) track(*t, v4(n), 0);
+  const uint64_t late = uint64_t{FlowTimeouts{}.udp} * kHz + 1;
+  EXPECT_EQ(t->expire(late - 2, 1u << 20), 0u);  // nothing due yet
+  const uint64_t buckets = FlowTableTestAccess::buckets(*t);
+  uint64_t swept = 0;
+  for (uint64_t done = 0; done < buckets; done += 16) swept += t->expire(late, 16);
+  EXPECT_EQ(swept, 200u);
+  const FlowStats s = t->stats();
+  EXPECT_EQ(s.active, 0u);
+  EXPECT_EQ(s.expired, 200u);
+}
+
+// ---- eviction --------------------------------------------------------------
+
+TEST(FlowTable, AFullBucketEvictsItsLeastRecentlySeenFlow) {
+  auto t = make_table();
+  const std::vector<FlowPacket> f = same_bucket(*t, v4(0), FlowTable::kWays + 1);
+  for (unsigned i = 0; i < FlowTable::kWays; ++i) track(*t, f[i], i);  // f[0] oldest
+  track(*t, f[0], 100);                                                // now f[1] is
+  EXPECT_TRUE(track(*t, f[FlowTable::kWays], 101).created);
+  EXPECT_TRUE(alive(*t, f[0], 102));
+  EXPECT_FALSE(alive(*t, f[1], 102));
+  for (unsigned i = 2; i <= FlowTable::kWays; ++i) EXPECT_TRUE(alive(*t, f[i], 102)) << i;
+  EXPECT_EQ(t->stats().evicted, 1u);
+  EXPECT_EQ(t->stats().active, FlowTable::kWays);
+}
+
+TEST(FlowTable, AFullBucketTakesAnExpiredEntryBeforeEvicting) {
+  auto t = make_table();
+  std::vector<FlowPacket> flows = same_bucket(*t, v4(0), FlowTable::kWays + 1);
+  // flows[5] becomes a closed TCP flow (10 s) in the same bucket; the others are UDP (30 s).
+  flows[5] = same_bucket(*t, v4(0), 1, 200000, kProtoTcp)[0];
+  flows[5].tcp_flags = kTcpRst;
+  for (unsigned i = 0; i < FlowTable::kWays; ++i) track(*t, flows[i], i);
+  const uint64_t later = 11 * kHz;  // closed expired, UDP not
+  EXPECT_TRUE(track(*t, flows[FlowTable::kWays], later).created);
+  EXPECT_FALSE(alive(*t, flows[5], later));
+  EXPECT_TRUE(alive(*t, flows[0], later));  // the oldest UDP flow was spared
+  const FlowStats s = t->stats();
+  EXPECT_EQ(s.evicted, 0u);
+  EXPECT_EQ(s.expired, 1u);
+}
+
+TEST(FlowTable, UnrepliedFlowsAreEvictedBeforeRepliedOnes) {
+  auto t = make_table();
+  const std::vector<FlowPacket> f = same_bucket(*t, v4(0), FlowTable::kWays + 1);
+  // f[0] is the oldest but has seen a reply; f[1] is the oldest unreplied.
+  track(*t, f[0], 0);
+  FlowPacket reply = f[0];
+  reply.side = f[0].side == Side::kA ? Side::kB : Side::kA;
+  track(*t, reply, 1);
+  for (unsigned i = 1; i < FlowTable::kWays; ++i) track(*t, f[i], 10 + i);
+  track(*t, f[FlowTable::kWays], 50);
+  EXPECT_TRUE(alive(*t, f[0], 51));
+  EXPECT_FALSE(alive(*t, f[1], 51));
+  EXPECT_EQ(t->stats().evicted_replied, 0u);
+}
+
+// Counts calls, so that "allocates once" is checked and not assumed.
+struct CountingAllocator {
+  int allocs = 0, releases = 0;
+  FlowAllocator get() {
+    FlowAllocator a;
+    a.ctx = this;
+    a.allocate = [](std::size_t size, std::size_t align, void* ctx) -> void* {
+      ++static_cast<CountingAllocator*>(ctx)->allocs;
+      return std::aligned_alloc(align, (size + align - 1) / align * align);
+    };
+    a.release = [](void* p, void* ctx) {
+      ++static_cast<CountingAllocator*>(ctx)->releases;
+      std::free(p);
+    };
+    return a;
+  }
+};
+
+TEST(FlowTable, AFloodOfNewFlowsKeepsMemoryAndCapacityFixed) {
+  CountingAllocator ca;
+  {
+    FlowTableConfig c = config(4096);
+    c.timeouts.udp = c.timeouts.udp_replied = 3600;  // no expiry during the flood
+    auto t = FlowTable::create(c, ca.get());
+    ASSERT_NE(t, nullptr);
+    const std::size_t bytes = t->memory_bytes();
+    const uint64_t cap = t->capacity();
+    ASSERT_EQ(cap, 4096u);
+    const uint32_t inserts = 10 * 4096;
+    // Long-lived flows: 64 that keep sending (one direction only) and 64
+    // replied ones that stay silent during the flood.
+    for (uint32_t n = 0; n < 64; ++n) track(*t, v4(1'000'000 + n), 0);
+    for (uint32_t n = 0; n < 64; ++n) {
+      track(*t, v4(2'000'000 + n), 0);
+      track(*t, v4(2'000'000 + n, true), 0);
+    }
+    g_news = 0;
+    g_counting = true;
+    uint64_t recreated = 0;
+    for (uint32_t n = 0; n < inserts; ++n) {
+      track(*t, v4(n), n + 1);
+      recreated += track(*t, v4(1'000'000 + n % 64), n + 1).created;
+    }
+    g_counting = false;
+    const FlowStats s = t->stats();
+    EXPECT_EQ(g_news.load(), 0u) << "the table allocated on the data path";
+    EXPECT_EQ(ca.allocs, 1);
+    EXPECT_EQ(t->memory_bytes(), bytes);
+    EXPECT_EQ(s.active, cap);
+    EXPECT_EQ(s.created, inserts + 128u);
+    EXPECT_EQ(s.evicted, s.created - cap);  // every bucket ends full, nothing expired
+    EXPECT_EQ(s.expired, 0u);
+    EXPECT_EQ(s.evicted_replied, 0u);
+    EXPECT_EQ(s.insert_failed, 0u);
+    EXPECT_EQ(recreated, 0u) << "a flow that keeps sending was evicted";
+    const uint64_t end = inserts + 2;
+    for (uint32_t n = 0; n < 64; ++n) {
+      EXPECT_TRUE(alive(*t, v4(1'000'000 + n), end)) << n;
+      EXPECT_TRUE(alive(*t, v4(2'000'000 + n), end)) << n;
+    }
+    // The flood itself was mostly evicted: LRU, not "first come, kept forever".
+    uint32_t early_alive = 0;
+    for (uint32_t n = 0; n < 4096; ++n) early_alive += alive(*t, v4(n), end);
+    EXPECT_EQ(early_alive, 0u);
+  }
+  EXPECT_EQ(ca.releases, 1);
+}
+
+TEST(FlowTable, BurstPinsItsEntriesAndFailsOnlyWhenABucketIsAllPinned) {
+  auto t = make_table();
+  const std::vector<FlowPacket> f = same_bucket(*t, v4(0), FlowTable::kWays + 1);
+  FlowResult out[FlowTable::kWays + 1];
+  t->track_burst(f.data(), FlowTable::kWays + 1, 0, out);
+  std::set<FlowEntry*> distinct;
+  for (unsigned i = 0; i < FlowTable::kWays; ++i) {
+    ASSERT_NE(out[i].entry, nullptr) << i;
+    EXPECT_EQ(std::memcmp(&out[i].entry->key, &f[i].key, sizeof(FlowKey)), 0) << i;
+    distinct.insert(out[i].entry);
+  }
+  EXPECT_EQ(distinct.size(), FlowTable::kWays);
+  EXPECT_EQ(out[FlowTable::kWays].entry, nullptr);
+  EXPECT_EQ(t->stats().insert_failed, 1u);
+  // Pins last only for the call: the next packet may evict.
+  EXPECT_NE(track(*t, f[FlowTable::kWays], 1).entry, nullptr);
+  EXPECT_EQ(t->stats().evicted, 1u);
+}
+
+// Random bursts of UDP and TCP packets over `flows` flows: hands every burst
+// to `check` with its packets.
+template <typename Check>
+void random_bursts(uint32_t flows, int rounds, Check check) {
+  std::mt19937_64 rng(7);
+  const uint8_t tcp_flags[] = {kTcpSyn, kTcpSyn | kTcpAck, kTcpAck, kTcpFin | kTcpAck, kTcpRst};
+  std::vector<FlowPacket> burst(64);
+  for (int round = 0; round < rounds; ++round) {
+    for (FlowPacket& p : burst) {
+      const auto n = static_cast<uint32_t>(rng() % flows);
+      const bool reply = rng() % 2 == 0;
+      p = rng() % 2 ? v4(n, reply) : tcp(n, reply, tcp_flags[rng() % 5]);
+    }
+    check(burst, static_cast<uint64_t>(round) * 500);
+  }
+}
+
+TEST(FlowTable, BurstGivesTheSameResultsAsOnePacketAtATime) {
+  // Room for every flow: no eviction, so pinning changes nothing.
+  auto a = make_table(config(4096)), b = make_table(config(4096));
+  FlowResult ra[64];
+  random_bursts(600, 200, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
+    a->track_burst(burst.data(), static_cast<uint32_t>(burst.size()), now, ra);
+    for (std::size_t i = 0; i < burst.size(); ++i) {
+      const FlowResult rb = track(*b, burst[i], now);
+      ASSERT_NE(ra[i].entry, nullptr);
+      // Same slot in the same layout (the tables differ only in address).
+      const auto off_a = reinterpret_cast<uintptr_t>(ra[i].entry) - reinterpret_cast<uintptr_t>(a.get());
+      const auto off_b = reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get());
+      EXPECT_EQ(off_a, off_b);
+      EXPECT_EQ(ra[i].dir, rb.dir);
+      EXPECT_EQ(ra[i].state, rb.state);
+      EXPECT_EQ(ra[i].created, rb.created);
+      EXPECT_EQ(ra[i].replied, rb.replied);
+    }
+  });
+  const FlowStats sa = a->stats(), sb = b->stats();
+  EXPECT_EQ(sa.created, sb.created);
+  EXPECT_EQ(sa.hits, sb.hits);
+  EXPECT_EQ(sa.active, sb.active);
+  EXPECT_EQ(sa.expired, sb.expired);
+  EXPECT_GT(sa.expired, 0u);  // the 30 s timeouts did pass during the 100 s
+}
+
+TEST(FlowTable, BurstUnderEvictionKeepsEveryEntryItReturned) {
+  auto t = make_table(config(64));  // 8 buckets, 600 flows: constant eviction
+  FlowResult out[64];
+  uint64_t failed = 0;
+  random_bursts(600, 300, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
+    t->track_burst(burst.data(), static_cast<uint32_t>(burst.size()), now, out);
+    for (std::size_t i = 0; i < burst.size(); ++i) {
+      if (out[i].entry == nullptr) {
+        ++failed;
+        continue;
+      }
+      // Still this packet's flow after the whole burst: nothing evicted it.
+      ASSERT_EQ(std::memcmp(&out[i].entry->key, &burst[i].key, sizeof(FlowKey)), 0) << i;
+      ASSERT_TRUE(alive(*t, burst[i], now));
+    }
+  });
+  const FlowStats s = t->stats();
+  EXPECT_EQ(s.insert_failed, failed);
+  EXPECT_GT(s.evicted, 1000u);
+  EXPECT_LE(s.active, t->capacity());
+}
+
+// ---- the verdict cache fields ----------------------------------------------
+
+TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
+  auto t = make_table();
+  FlowEntry* e = track(*t, v4(1), 0).entry;
+  EXPECT_EQ(e->verdict, Verdict::kUnknown);
+  EXPECT_FALSE(e->verdict_current(0));
+  EXPECT_EQ(e->generation, 0u);
+  EXPECT_EQ(e->rule_slot, 0u);
+  EXPECT_EQ(e->rule_kind, 0);
+  EXPECT_EQ(e->inspect, Inspect::kNone);
+  EXPECT_EQ(e->flags, 0);
+  e->set_verdict(Verdict::kReject, 0x1234567890ull, 7, 0xfeedbeef, true);
+  e->inspect = Inspect::kTlsFirstFlight;
+  e->next_seq[static_cast<int>(Dir::kForward)] = 1000;
+  e->next_seq[static_cast<int>(Dir::kReverse)] = 0xfffffff0u;
+  const FlowResult r = track(*t, v4(1, true), 1);
+  ASSERT_EQ(r.entry, e);
+  EXPECT_EQ(r.entry->verdict, Verdict::kReject);
+  EXPECT_TRUE(r.entry->verdict_current(0x1234567890ull));
+  EXPECT_FALSE(r.entry->verdict_current(0x1234567891ull));
+  EXPECT_EQ(r.entry->rule_kind, 7);
+  EXPECT_EQ(r.entry->rule_slot, 0xfeedbeefu);
+  EXPECT_TRUE(r.entry->blocked());
+  EXPECT_EQ(r.entry->inspect, Inspect::kTlsFirstFlight);
+  EXPECT_EQ(r.entry->next_seq[0], 1000u);
+  EXPECT_EQ(r.entry->next_seq[1], 0xfffffff0u);
+  r.entry->set_verdict(Verdict::kPass, 9);
+  EXPECT_FALSE(r.entry->blocked());
+  // A new flow in a reused slot starts from zero again.
+  t->erase(v4(1).key);
+  const FlowResult again = track(*t, v4(1), 2);
+  EXPECT_TRUE(again.created);
+  EXPECT_EQ(again.entry->verdict, Verdict::kUnknown);
+  EXPECT_EQ(again.entry->inspect, Inspect::kNone);
+  EXPECT_EQ(again.entry->next_seq[1], 0u);
+}
+
+// ---- counters and creation -------------------------------------------------
+
+TEST(FlowTable, CountersFollowHitsMissesAndErase) {
+  auto t = make_table();
+  track(*t, v4(1), 0);          // miss, created
+  track(*t, v4(1, true), 0);    // hit
+  track(*t, v4(2), 0);          // miss, created
+  track(*t, v4(1), 0);          // hit
+  t->find(v4(3).key, Side::kA, 0);  // not counted
+  EXPECT_TRUE(t->erase(v4(2).key));
+  EXPECT_FALSE(t->erase(v4(2).key));
+  const FlowStats s = t->stats();
+  EXPECT_EQ(s.hits, 2u);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.created, 2u);
+  EXPECT_EQ(s.active, 1u);
+  EXPECT_EQ(s.evicted, 0u);
+  EXPECT_EQ(s.expired, 0u);
+}
+
+TEST(FlowTable, CapacityRoundsUpToPowerOfTwoBuckets) {
+  auto t = make_table(config(1000));
+  EXPECT_EQ(t->capacity(), 1024u);
+  EXPECT_EQ(FlowTableTestAccess::buckets(*t), 128u);
+  EXPECT_GE(t->memory_bytes(), 128u * 9 * 64);
+  EXPECT_LT(t->memory_bytes(), 128u * 9 * 64 + 1024);
+  EXPECT_EQ(make_table(config(1))->capacity(), FlowTable::kWays);
+}
+
+TEST(FlowTable, CreateRejectsBadConfigurationsWithAReason) {
+  const char* err = nullptr;
+  EXPECT_EQ(FlowTable::create(config(0), {}, &err), nullptr);
+  EXPECT_NE(err, nullptr);
+  err = nullptr;
+  EXPECT_EQ(FlowTable::create(config(1024, 0), {}, &err), nullptr);
+  EXPECT_NE(err, nullptr);
+  FlowTableConfig c = config();
+  c.timeouts.udp = 0;
+  EXPECT_EQ(FlowTable::create(c, {}, &err), nullptr);
+  FlowAllocator half;
+  half.allocate = [](std::size_t, std::size_t, void*) -> void* { return nullptr; };
+  EXPECT_EQ(FlowTable::create(config(), half, &err), nullptr);
+  FlowAllocator none = half;
+  none.release = [](void*, void*) {};
+  err = nullptr;
+  EXPECT_EQ(FlowTable::create(config(), none, &err), nullptr);
+  EXPECT_STREQ(err, "flow table allocation failed");
+}
+
+}  // namespace
+}  // namespace cg::flow
