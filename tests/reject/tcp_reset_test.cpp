@@ -137,6 +137,22 @@ TEST(TcpReset, FinWithAck) {
   }
 }
 
+TEST(TcpReset, SynAckFromAServerResetsBothEnds) {
+  // The blocked packet goes server -> client: the server is the sender.
+  const Bytes f = with_seq_ack(
+      Packet().ipv4("10.0.0.2", "10.0.0.1").tcp(443, 40000, kSyn | kAck).frame(), 9000, 5001);
+  const test::Built b = build_rsts(f);
+  const Rst s = rst(b.replies[0], f, Direction::kToSender);
+  EXPECT_EQ(s.sport, 40000);
+  EXPECT_EQ(s.dport, 443);
+  EXPECT_EQ(s.seq, 5001u);  // what the server in SYN-RECEIVED expects
+  EXPECT_EQ(s.flags, kRst);
+  const Rst d = rst(b.replies[1], f, Direction::kToDestination);
+  EXPECT_EQ(d.seq, 9001u);
+  EXPECT_EQ(d.ack, 5001u);  // a client in SYN-SENT needs an acceptable ACK
+  EXPECT_EQ(d.flags, kRst | kAck);
+}
+
 TEST(TcpReset, WithoutAckTheSenderIsAckedForPayloadSynAndFin) {
   const Bytes f = with_seq_ack(
       Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80, kFin | kPsh).payload("abcde").frame(), 100, 0);
