@@ -287,7 +287,7 @@ CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key, uin
   return -1;
 }
 
-FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
+CG_FLOW_INLINE FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
                                    uint32_t t, uint8_t pin) noexcept {
   Bucket& b = buckets_[h & mask_];
   const uint16_t sig = signature(h);
@@ -345,7 +345,7 @@ void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
     // Stage 1: hash everything, prefetch the bucket headers.
     for (uint32_t j = 0; j < c; ++j) {
       h[j] = key_hash(pkts[base + j].key, seed_);
-      prefetch(h[j]);
+      __builtin_prefetch(&buckets_[h[j] & mask_], 1, 3);
     }
     // Stage 2: the headers are on their way or here; prefetch the entry
     // whose signature matches (the hit's line, or nothing for a new flow).
