@@ -1,13 +1,12 @@
 // The normalised flow key: both directions give one key, and every field
 // that tells flows apart (addresses, family, ports, protocol, zone) does.
-#include <gtest/gtest.h>
+#include "cuckoogate/flow/flow_key.hpp"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cstring>
-
-#include "cuckoogate/flow/flow_key.hpp"
 
 namespace cg::flow {
 namespace {
@@ -84,10 +83,10 @@ TEST(FlowKey, IdenticalEndpointsAreSideAInBothDirections) {
 
 TEST(FlowKey, EveryDistinguishingFieldChangesTheKey) {
   const FlowKey base = make("10.0.0.1", "10.0.0.2", 1000, 80, 6, 7).key;
-  EXPECT_NE(base, make("10.0.0.1", "10.0.0.3", 1000, 80, 6, 7).key);  // address
-  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1001, 80, 6, 7).key);  // port
-  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1000, 80, 17, 7).key); // protocol
-  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1000, 80, 6, 8).key);  // zone (VLAN)
+  EXPECT_NE(base, make("10.0.0.1", "10.0.0.3", 1000, 80, 6, 7).key);   // address
+  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1001, 80, 6, 7).key);   // port
+  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1000, 80, 17, 7).key);  // protocol
+  EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 1000, 80, 6, 8).key);   // zone (VLAN)
   // Swapping only the ports (not the addresses) is another flow.
   EXPECT_NE(base, make("10.0.0.1", "10.0.0.2", 80, 1000, 6, 7).key);
 }

@@ -2,6 +2,8 @@
 // timeouts on a fake clock, bounded eviction under floods (LRU within a
 // bucket, unreplied flows first), pinning within a burst, the verdict-cache
 // fields and the counters.
+#include "cuckoogate/flow/flow_table.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,8 +13,6 @@
 #include <random>
 #include <set>
 #include <vector>
-
-#include "cuckoogate/flow/flow_table.hpp"
 
 // Counts every global operator new while `g_counting` is set: the flood test
 // asserts the table never allocates after create(). GCC takes the malloc/free
@@ -30,8 +30,12 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace cg::flow {
 
@@ -65,7 +69,9 @@ FlowPacket v4(uint32_t n, bool reply = false, uint8_t proto = kProtoUdp, uint8_t
   return p;
 }
 
-FlowPacket tcp(uint32_t n, bool reply, uint8_t flags) { return v4(n, reply, kProtoTcp, flags); }
+FlowPacket tcp(uint32_t n, bool reply, uint8_t flags) {
+  return v4(n, reply, kProtoTcp, flags);
+}
 
 FlowTableConfig config(uint64_t capacity = 1024, uint64_t hz = kHz) {
   FlowTableConfig c;
@@ -466,8 +472,10 @@ TEST(FlowTable, BurstGivesTheSameResultsAsOnePacketAtATime) {
       const FlowResult rb = track(*b, burst[i], now);
       ASSERT_NE(ra[i].entry, nullptr);
       // Same slot in the same layout (the tables differ only in address).
-      const auto off_a = reinterpret_cast<uintptr_t>(ra[i].entry) - reinterpret_cast<uintptr_t>(a.get());
-      const auto off_b = reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get());
+      const auto off_a =
+          reinterpret_cast<uintptr_t>(ra[i].entry) - reinterpret_cast<uintptr_t>(a.get());
+      const auto off_b =
+          reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get());
       EXPECT_EQ(off_a, off_b);
       EXPECT_EQ(ra[i].dir, rb.dir);
       EXPECT_EQ(ra[i].state, rb.state);
@@ -547,10 +555,10 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
 
 TEST(FlowTable, CountersFollowHitsMissesAndErase) {
   auto t = make_table();
-  track(*t, v4(1), 0);          // miss, created
-  track(*t, v4(1, true), 0);    // hit
-  track(*t, v4(2), 0);          // miss, created
-  track(*t, v4(1), 0);          // hit
+  track(*t, v4(1), 0);              // miss, created
+  track(*t, v4(1, true), 0);        // hit
+  track(*t, v4(2), 0);              // miss, created
+  track(*t, v4(1), 0);              // hit
   t->find(v4(3).key, Side::kA, 0);  // not counted
   EXPECT_TRUE(t->erase(v4(2).key));
   EXPECT_FALSE(t->erase(v4(2).key));

@@ -45,11 +45,11 @@ namespace {
 constexpr unsigned kWays = FlowTable::kWays;
 
 // Header bits per slot.
-constexpr uint8_t kInitB = 0x01;     // the initiator is side B of the key
-constexpr uint8_t kReplied = 0x02;   // a packet from the responder has been seen
-constexpr uint8_t kFinFwd = 0x04;    // FIN from the initiator
-constexpr uint8_t kFinRev = 0x08;    // FIN from the responder
-constexpr uint8_t kPinned = 0x10;    // returned by the running track_burst: not evictable
+constexpr uint8_t kInitB = 0x01;    // the initiator is side B of the key
+constexpr uint8_t kReplied = 0x02;  // a packet from the responder has been seen
+constexpr uint8_t kFinFwd = 0x04;   // FIN from the initiator
+constexpr uint8_t kFinRev = 0x08;   // FIN from the responder
+constexpr uint8_t kPinned = 0x10;   // returned by the running track_burst: not evictable
 
 constexpr unsigned kTimeoutSlots = 16;  // state (3 bits) | replied << 3
 
@@ -75,7 +75,9 @@ uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
 #endif
 }
 
-unsigned first_slot(uint32_t m) noexcept { return static_cast<unsigned>(__builtin_ctz(m)) >> 1; }
+unsigned first_slot(uint32_t m) noexcept {
+  return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
+}
 
 CG_FLOW_INLINE uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
   return XXH3_64bits_withSeed(&key, sizeof key, seed);
@@ -117,7 +119,7 @@ FlowState tcp_next(FlowState s, uint8_t& bits, Dir d, uint8_t tcp_flags) noexcep
   if (tcp_flags & kTcpFin) {
     bits |= d == Dir::kForward ? kFinFwd : kFinRev;
     return (bits & (kFinFwd | kFinRev)) == (kFinFwd | kFinRev) ? FlowState::kTcpClosed
-                                                                : FlowState::kTcpClosing;
+                                                               : FlowState::kTcpClosing;
   }
   if (s == FlowState::kTcpNew && d == Dir::kReverse) return FlowState::kTcpEstablished;
   return s;
@@ -126,7 +128,9 @@ FlowState tcp_next(FlowState s, uint8_t& bits, Dir d, uint8_t tcp_flags) noexcep
 void* default_allocate(std::size_t size, std::size_t align, void*) {
   return std::aligned_alloc(align, (size + align - 1) / align * align);
 }
-void default_release(void* p, void*) { std::free(p); }
+void default_release(void* p, void*) {
+  std::free(p);
+}
 
 inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
   // Single writer: a plain load and store, no locked instruction.
@@ -162,13 +166,13 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   unsigned shift = 0;
   while ((cfg.ticks_per_second / 1000) >> (shift + 1) != 0) ++shift;
   const FlowTimeouts& to = cfg.timeouts;
-  const uint32_t by_state[7] = {0, to.tcp_new, to.tcp_established, to.tcp_closing,
-                                to.tcp_closed, to.udp, to.other};
+  const uint32_t by_state[7] = {
+      0, to.tcp_new, to.tcp_established, to.tcp_closing, to.tcp_closed, to.udp, to.other};
   uint32_t units[kTimeoutSlots] = {};
   for (unsigned s = 1; s < 7; ++s) {
     for (unsigned replied = 0; replied < 2; ++replied) {
-      const uint32_t sec = s == static_cast<unsigned>(FlowState::kUdp) && replied ? to.udp_replied
-                                                                                  : by_state[s];
+      const uint32_t sec =
+          s == static_cast<unsigned>(FlowState::kUdp) && replied ? to.udp_replied : by_state[s];
       if (sec == 0 || sec > 12u * 86400u) return fail("flow timeouts must be 1 s .. 12 days");
       // ceil(sec * hz / unit); must stay below 2^30 units so that age() is unambiguous.
       const unsigned __int128 ticks = static_cast<unsigned __int128>(sec) * cfg.ticks_per_second;
@@ -212,7 +216,9 @@ void FlowTable::Deleter::operator()(FlowTable* t) const noexcept {
   a.release(t, a.ctx);
 }
 
-uint64_t FlowTable::hash(const FlowKey& key) const noexcept { return key_hash(key, seed_); }
+uint64_t FlowTable::hash(const FlowKey& key) const noexcept {
+  return key_hash(key, seed_);
+}
 
 void FlowTable::prefetch(uint64_t h) const noexcept {
   __builtin_prefetch(&buckets_[h & mask_], 1, 3);
@@ -279,7 +285,8 @@ FlowResult FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t s
   return {&e, Dir::kForward, s, true, false};
 }
 
-CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept {
+CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key,
+                                        uint64_t h) const noexcept {
   for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
     const unsigned i = first_slot(m);
     if (key_equal(b.entry[i].key, key)) return static_cast<int>(i);
@@ -287,8 +294,9 @@ CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key, uin
   return -1;
 }
 
-CG_FLOW_INLINE FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
-                                   uint32_t t, uint8_t pin) noexcept {
+CG_FLOW_INLINE FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side,
+                                                  uint8_t tcp_flags, uint32_t t,
+                                                  uint8_t pin) noexcept {
   Bucket& b = buckets_[h & mask_];
   const uint16_t sig = signature(h);
   const int found = find_slot(b, key, h);
@@ -364,7 +372,8 @@ void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
   auto* const first = reinterpret_cast<unsigned char*>(buckets_);
   for (uint32_t j = 0; j < n; ++j) {
     if (out[j].entry == nullptr) continue;
-    const auto off = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
+    const auto off =
+        static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
     Bucket& b = buckets_[off / sizeof(Bucket)];
     const std::size_t slot = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
     b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);

@@ -26,9 +26,9 @@ struct FlowKey {
   uint8_t addr_b[16];
   uint16_t port_a;
   uint16_t port_b;
-  uint16_t zone;  // VLAN id or any other 16-bit zone; 0 if unused
-  uint8_t proto;  // IP protocol number (IPv6: the upper-layer protocol)
-  uint8_t family; // 4 or 6
+  uint16_t zone;   // VLAN id or any other 16-bit zone; 0 if unused
+  uint8_t proto;   // IP protocol number (IPv6: the upper-layer protocol)
+  uint8_t family;  // 4 or 6
   friend bool operator==(const FlowKey&, const FlowKey&) = default;
 };
 static_assert(sizeof(FlowKey) == 40, "the flow entry budget assumes a 40-byte key");

@@ -48,13 +48,13 @@ enum class Dir : uint8_t { kForward = 0, kReverse = 1 };
 
 // Simplified states; the timeout of an entry is chosen by its state.
 enum class FlowState : uint8_t {
-  kNone = 0,         // no entry
-  kTcpNew,           // one direction seen (SYN, or a mid-stream segment)
-  kTcpEstablished,   // both directions seen, no FIN or RST
-  kTcpClosing,       // a FIN from one end
-  kTcpClosed,        // a RST, or FINs from both ends
-  kUdp,              // UDP (the reply flag picks udp or udp_replied)
-  kOther,            // any other protocol (ICMP, SCTP, GRE, ...)
+  kNone = 0,        // no entry
+  kTcpNew,          // one direction seen (SYN, or a mid-stream segment)
+  kTcpEstablished,  // both directions seen, no FIN or RST
+  kTcpClosing,      // a FIN from one end
+  kTcpClosed,       // a RST, or FINs from both ends
+  kUdp,             // UDP (the reply flag picks udp or udp_replied)
+  kOther,           // any other protocol (ICMP, SCTP, GRE, ...)
 };
 
 // What the caller decided for the flow (verdict cache). kUnknown: not decided.
@@ -80,14 +80,14 @@ inline constexpr uint8_t kFlowBlocked = 0x01;  // sticky block (item 3 of issue 
 // bits) is in the bucket's header line, so expiry and eviction never read
 // entries.
 struct alignas(64) FlowEntry {
-  FlowKey key;               //  0: 40 bytes
-  uint64_t generation;       // 40: blocklist generation `verdict` was computed at
-  uint32_t next_seq[2];      // 48: next expected TCP sequence number, indexed by Dir (inspection)
-  uint32_t rule_slot;        // 56: slot of the rule that decided a drop/reject (hit counters)
-  Verdict verdict;           // 60
-  uint8_t rule_kind;         // 61: cg::RuleKind of that rule (1..7), 0 = none
-  Inspect inspect;           // 62
-  uint8_t flags;             // 63: kFlowBlocked; other bits spare
+  FlowKey key;           //  0: 40 bytes
+  uint64_t generation;   // 40: blocklist generation `verdict` was computed at
+  uint32_t next_seq[2];  // 48: next expected TCP sequence number, indexed by Dir (inspection)
+  uint32_t rule_slot;    // 56: slot of the rule that decided a drop/reject (hit counters)
+  Verdict verdict;       // 60
+  uint8_t rule_kind;     // 61: cg::RuleKind of that rule (1..7), 0 = none
+  Inspect inspect;       // 62
+  uint8_t flags;         // 63: kFlowBlocked; other bits spare
 
   bool blocked() const noexcept { return (flags & kFlowBlocked) != 0; }
   // The cached verdict was computed at generation `gen` (the current one).
@@ -142,19 +142,19 @@ struct FlowAllocator {
 
 // One packet of a burst, as the caller fills it.
 struct FlowPacket {
-  FlowKey key;            // make_flow_key()
-  Side side;              // its return value
-  uint8_t tcp_flags;      // the TCP flags byte; ignored for other protocols
+  FlowKey key;        // make_flow_key()
+  Side side;          // its return value
+  uint8_t tcp_flags;  // the TCP flags byte; ignored for other protocols
 };
 
 // What track() did with a packet.
 struct FlowResult {
-  FlowEntry* entry = nullptr;        // nullptr only when no slot could be taken (see track_burst)
-  Dir dir = Dir::kForward;           // the packet's direction
+  FlowEntry* entry = nullptr;          // nullptr only when no slot could be taken (see track_burst)
+  Dir dir = Dir::kForward;             // the packet's direction
   FlowState state = FlowState::kNone;  // after this packet
-  bool created = false;   // a fresh entry (verdict fields zero): new flow, expired one, or a
-                          // TCP SYN reopening a closing/closed flow
-  bool replied = false;   // packets have been seen in both directions
+  bool created = false;  // a fresh entry (verdict fields zero): new flow, expired one, or a
+                         // TCP SYN reopening a closing/closed flow
+  bool replied = false;  // packets have been seen in both directions
 };
 
 // A snapshot of the counters. This is the one list of them: the table keeps
@@ -242,18 +242,18 @@ class alignas(64) FlowTable {
   int make_room(Bucket& b, uint32_t t) noexcept;
   FlowResult fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side,
                   uint8_t tcp_flags, uint32_t t, uint8_t pin) noexcept;
-  FlowResult track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags,
-                          uint32_t t, uint8_t pin) noexcept;
+  FlowResult track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
+                          uint8_t pin) noexcept;
   int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
 
   Bucket* buckets_ = nullptr;
-  uint64_t mask_ = 0;           // buckets - 1
+  uint64_t mask_ = 0;  // buckets - 1
   uint64_t seed_ = 0;
-  unsigned shift_ = 0;          // stamp = now >> shift_
-  uint64_t cursor_ = 0;         // expire()
+  unsigned shift_ = 0;   // stamp = now >> shift_
+  uint64_t cursor_ = 0;  // expire()
   std::size_t bytes_ = 0;
   FlowAllocator alloc_;
-  uint32_t timeout_[16] = {};   // in stamp units, by state | reply flag << 3
+  uint32_t timeout_[16] = {};  // in stamp units, by state | reply flag << 3
   // FlowStats' fields in order, on their own line (the control lcore reads them).
   alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
 };
