@@ -44,6 +44,14 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->exact_ = ExactSet::create(o.name + "_exact", static_cast<uint32_t>(o.capacity), o.qsv,
                                o.socket, err);
   if (!b->exact_) return nullptr;
+  b->removed_at_ = static_cast<std::atomic<uint64_t>*>(rte_zmalloc_socket(
+      "cg_removed_at", sizeof(std::atomic<uint64_t>) * o.capacity, RTE_CACHE_LINE_SIZE, o.socket));
+  if (b->removed_at_ == nullptr) {
+    *err = "cannot allocate the rule slot generations for " + std::to_string(o.capacity) +
+           " rules (raise EAL memory with -m)";
+    return nullptr;
+  }
+  for (std::size_t i = 0; i < o.capacity; ++i) new (&b->removed_at_[i]) std::atomic<uint64_t>(0);
 
   if (!o.state_dir.empty()) {
     // One gateway per state directory: two writers would interleave journals.
@@ -92,6 +100,21 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
 Blocklist::~Blocklist() {
   store_.reset();  // closes the journal before the lock is released
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  rte_free(removed_at_);
+}
+
+void Blocklist::bump_generation() noexcept {
+  // release: a worker whose acquire load sees the new generation also sees
+  // the filter, exact-set and removed_at stores made before it. One writer
+  // (the control thread), so a plain load + store suffices.
+  generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void Blocklist::release_slot(uint32_t slot) {
+  free_slots_.push_back(slot);
+  // release, and before the generation bump that follows: a worker that sees
+  // the new generation sees that this slot's rule is gone.
+  removed_at_[slot].store(generation_.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
 Blocklist::Keys Blocklist::keys_of(const Rule& r) {
@@ -148,6 +171,7 @@ bool Blocklist::insert_lookup(const Rule& r) {
     count_kind(r.kind, -1);
     return false;
   }
+  bump_generation();
   return true;
 }
 
@@ -160,6 +184,7 @@ void Blocklist::remove_lookup(const Rule& r) {
   if (slot >= 0) release_slot(static_cast<uint32_t>(slot));
   filter_->erase(k.hash);
   count_kind(r.kind, -1);
+  bump_generation();
 }
 
 void Blocklist::remove_text(const std::string& text) {

@@ -118,6 +118,18 @@ class Blocklist {
   // the rule is acknowledged.
   const std::atomic<uint32_t>& kind_mask() const noexcept { return kind_mask_; }
   std::size_t capacity() const noexcept { return capacity_; }
+
+  // The blocklist generation: bumped (release) after every change of the
+  // lookup structures (add, del, expiry, flush, load, undo). A worker reads it
+  // (acquire) at the start of a burst; a flow verdict cached at an older
+  // generation is re-evaluated, so a change reaches every flow within a burst.
+  const std::atomic<uint64_t>& generation() const noexcept { return generation_; }
+  // Per hit-counter slot: the generation at which the rule holding it was
+  // last removed (stored with release before the generation bump). A flow
+  // blocked at generation G by the rule in slot s is still blocked by that
+  // same rule iff removed_at[s] < G: the rule was present at G, and a removal
+  // since then would have stored a value >= G.
+  const std::atomic<uint64_t>* slot_removed_at() const noexcept { return removed_at_; }
   bool durable() const noexcept { return store_->durable(); }
   const std::string& last_error() const noexcept { return last_error_; }
 
@@ -136,7 +148,7 @@ class Blocklist {
   void remove_text(const std::string& text);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
   uint32_t take_slot();
-  void release_slot(uint32_t slot) { free_slots_.push_back(slot); }
+  void release_slot(uint32_t slot);
 
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
@@ -153,6 +165,9 @@ class Blocklist {
   uint32_t next_slot_ = 0;
   std::vector<uint64_t> base_;
   std::function<uint64_t(uint32_t)> hit_reader_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t>* removed_at_ = nullptr;  // capacity_ entries, rte_zmalloc'ed
+  void bump_generation() noexcept;
 };
 
 }  // namespace cg

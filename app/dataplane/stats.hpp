@@ -35,6 +35,14 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> tx_failed{0};      // passed packets the device would not take (freed, counted, not in passed)
   std::atomic<uint64_t> lookup_retries{0}; // filter lookups that re-read a bucket
   std::atomic<uint64_t> bursts{0};         // non-empty rx bursts
+  // Flows (a worker with a flow table).
+  std::atomic<uint64_t> cache_hits{0};     // packets decided by their flow's cached verdict
+  std::atomic<uint64_t> cache_misses{0};   // packets of a tracked flow that were classified
+  std::atomic<uint64_t> flow_drops{0};     // of the dropped: by a flow that a rule blocked earlier
+  std::atomic<uint64_t> untracked{0};      // packets judged alone (no ports, fragments, no free slot)
+  std::atomic<uint64_t> rejects_sent{0};   // reject replies handed to a port
+  std::atomic<uint64_t> rejects_limited{0};  // blocked packets the rate limit left unanswered
+  std::atomic<uint64_t> rejects_failed{0}; // replies lost: no mbuf, or the port would not take it
 };
 
 // Per rx queue a worker polls (one per QueueLink, in the same order): the bad
@@ -52,6 +60,10 @@ struct StatsSnapshot {
   std::array<uint64_t, kRuleKindCount + 1> dropped_by_kind{};
   uint64_t keys = 0, filter_hits = 0, confirmed_hits = 0, fp_avoided = 0, tx_failed = 0,
            lookup_retries = 0, bursts = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, flow_drops = 0, untracked = 0, rejects_sent = 0,
+           rejects_limited = 0, rejects_failed = 0;
+  // Flow tables (filled by the engine from each worker's table, not by add()).
+  uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0;
 
   void add(const WorkerStats& w) noexcept {
     auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -69,6 +81,13 @@ struct StatsSnapshot {
     tx_failed += ld(w.tx_failed);
     lookup_retries += ld(w.lookup_retries);
     bursts += ld(w.bursts);
+    cache_hits += ld(w.cache_hits);
+    cache_misses += ld(w.cache_misses);
+    flow_drops += ld(w.flow_drops);
+    untracked += ld(w.untracked);
+    rejects_sent += ld(w.rejects_sent);
+    rejects_limited += ld(w.rejects_limited);
+    rejects_failed += ld(w.rejects_failed);
   }
 };
 

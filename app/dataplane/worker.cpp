@@ -6,19 +6,64 @@
 #include <rte_pause.h>
 #include <rte_prefetch.h>
 
+#include "cuckoogate/flow/flow_table.hpp"
 #include "cuckoogate/keys/classify.hpp"
+#include "cuckoogate/reject/reject.hpp"
+#include "cuckoogate/reject/token_bucket.hpp"
 
 namespace cg {
 
 inline constexpr std::size_t kMaxBurstKeys = std::size_t{kBurst} * kMaxKeysPerPacket;
 
+// A packet's rule verdict: the smallest confirmed rule kind (0 = none) and,
+// with verify, the slot of that rule (for its hit counter and the flow).
+struct RuleHit {
+  uint8_t kind = 0;
+  uint32_t slot = 0;
+};
+
 struct WorkerScratch {
+  PacketMeta meta[kBurst];
   PacketKeys keys[kBurst];
+  bool classify[kBurst];          // judged by classification (not by its flow's cache)
+  int16_t flow[kBurst];           // index into fp/fr, -1: no flow entry
+  flow::FlowPacket fp[kBurst];
+  flow::FlowResult fr[kBurst];
+  RuleHit hit[kBurst];
   uint64_t hashes[kMaxBurstKeys];
   uint16_t owner[kMaxBurstKeys];  // packet index of each key
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
 };
+
+namespace {
+
+void* flow_alloc(std::size_t size, std::size_t align, void* ctx) {
+  return rte_zmalloc_socket("cg_flows", size, static_cast<unsigned>(align),
+                            static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
+}
+void flow_free(void* p, void*) { rte_free(p); }
+
+// Does this packet of a tracked flow need its application layer looked at?
+// Only what the initiator sends: the first flight of a TCP connection (a TLS
+// ClientHello, an HTTP request; every later request of an HTTP keep-alive
+// connection) and every DNS query. Answers, pure ACKs and the rest of a TLS
+// stream are judged by the flow's cached verdict.
+bool inspects(const flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
+  if (dir != flow::Dir::kForward || m.payload_len == 0) return false;
+  if (m.proto == kProtoTcp) return e.inspect != flow::Inspect::kDone;
+  return m.proto == kProtoUdp && m.dport == 53;
+}
+
+// After classifying a forward payload packet: does the flow stay inspected?
+flow::Inspect next_inspect(const PacketMeta& m, const PacketKeys& k) {
+  if (m.proto == kProtoUdp) return flow::Inspect::kDns;
+  for (unsigned j = 0; j < k.n; ++j)
+    if (k.key[j].kind == RuleKind::kUrl) return flow::Inspect::kHttpRequest;  // keep-alive: more requests
+  return flow::Inspect::kDone;
+}
+
+}  // namespace
 
 // What a frame may add to the MTU: the Ethernet header and two VLAN tags
 // (QinQ). The CRC is not in the mbuf.
@@ -34,18 +79,95 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
   }
   s_ = static_cast<WorkerScratch*>(
       rte_zmalloc_socket("cg_worker_scratch", sizeof(WorkerScratch), RTE_CACHE_LINE_SIZE, socket));
-  return s_ != nullptr;
+  if (s_ == nullptr) return false;
+  const uint64_t hz = rte_get_tsc_hz();
+  if (cfg.flows != 0) {
+    flow::FlowTableConfig fc;
+    fc.capacity = cfg.flows;
+    fc.ticks_per_second = hz;
+    fc.seed = rte_rdtsc() * 0x9e3779b97f4a7c15ULL ^ cfg.id;  // not predictable from outside
+    flow::FlowAllocator fa{&flow_alloc, &flow_free, reinterpret_cast<void*>(static_cast<intptr_t>(socket))};
+    flows_ = flow::FlowTable::create(fc, fa).release();
+    if (flows_ == nullptr) return false;
+  }
+  if (cfg.reject) {
+    const std::string name = "cg_reply_" + std::to_string(cfg.id);
+    reply_pool_ = rte_pktmbuf_pool_create(name.c_str(), 511, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    if (reply_pool_ == nullptr) return false;
+    bucket_ = new reject::TokenBucket(cfg.reject_rate, cfg.reject_burst, hz, rte_rdtsc());
+  }
+  return true;
 }
 
-Worker::~Worker() { rte_free(s_); }
+Worker::~Worker() {
+  rte_free(s_);
+  if (flows_ != nullptr) flow::FlowTable::Deleter{}(flows_);
+  delete bucket_;
+  rte_mempool_free(reply_pool_);
+}
+
+flow::FlowStats Worker::flow_stats() const {
+  return flows_ != nullptr ? flows_->stats() : flow::FlowStats{};
+}
 
 int Worker::main(void* arg) {
   static_cast<Worker*>(arg)->loop();
   return 0;
 }
 
-// Classifies, looks up and decides a burst. Fills pass[] (returned count)
-// and drop[] (*ndrop). Every packet ends up in exactly one of them.
+// Parses every packet and looks its flow up (creating it), all in one pass
+// over the flow table.
+void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
+  WorkerScratch& s = *s_;
+  uint32_t nf = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
+    const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
+    PacketMeta& m = s.meta[i];
+    // Headers come from the first segment; a frame split across segments is
+    // judged on what the first segment holds (headers are always there).
+    parse_packet(frame, rte_pktmbuf_data_len(pkts[i]), m);
+    s.flow[i] = -1;
+    if (flows_ == nullptr || m.family == 0 || !m.l4) continue;  // fragments, non-IP: judged alone
+    flow::FlowPacket& fp = s.fp[nf];
+    fp.side = flow::make_flow_key({frame + m.addr_off, frame + m.addr_off + m.addr_len(), m.sport, m.dport,
+                                   m.vlan, m.proto, m.family},
+                                  fp.key);
+    fp.tcp_flags = m.tcp_flags;
+    s.flow[i] = static_cast<int16_t>(nf++);
+  }
+  if (nf != 0) flows_->track_burst(s.fp, nf, now, s.fr);
+}
+
+// True if packet i is decided by its flow's state: s.hit[i] is then its
+// verdict (a kind for a blocked flow, 0 to pass).
+bool Worker::from_cache(uint16_t i, uint64_t gen) {
+  WorkerScratch& s = *s_;
+  if (s.flow[i] < 0) return false;
+  const flow::FlowResult& r = s.fr[s.flow[i]];
+  flow::FlowEntry* e = r.entry;
+  if (e == nullptr) return false;
+  if (e->blocked()) {
+    // The rule that blocked the flow at generation G is still there iff its
+    // slot was not freed since G (acquire: pairs with the control lcore's
+    // release store before the generation bump; see Blocklist).
+    if (e->generation == gen ||
+        (cfg_.verify && cfg_.slot_removed_at[e->rule_slot].load(std::memory_order_acquire) < e->generation)) {
+      s.hit[i] = {e->rule_kind, e->rule_slot};
+      return true;
+    }
+    e->set_verdict(flow::Verdict::kUnknown, 0);  // its rule went: judge the flow afresh
+    return false;
+  }
+  if (!e->verdict_current(gen) || inspects(*e, s.meta[i], r.dir)) return false;
+  s.hit[i] = {};
+  return true;
+}
+
+// Decides a burst: packets of flows with a current verdict take it; the rest
+// are classified, looked up in one bulk filter lookup and confirmed against
+// the exact set, and their flows remember the verdict. Fills pass[]
+// (returned count) and drop[] (*ndrop); every packet ends up in exactly one.
 // *nbad and *nbig count the malformed and oversized frames of the burst.
 uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass,
                          rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig) {
@@ -57,15 +179,23 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
     return n;
   }
   // acquire: pairs with the control lcore's release when a kind gains its
-  // first rule; keys of kinds without rules are not looked up.
+  // first rule / when the blocklist changes; see Blocklist.
   const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
+  const uint64_t gen = cfg_.generation->load(std::memory_order_acquire);
+  track_flows(pkts, n, rte_rdtsc());
+
+  // 1. Packets their flow decides; the others are classified.
   std::size_t nk = 0;
+  uint16_t hits_cached = 0, untracked = 0;
   for (uint16_t i = 0; i < n; ++i) {
-    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
-    const rte_mbuf* m = pkts[i];
-    // Keys come from the first segment; a frame split across segments is
-    // classified on what the first segment holds (headers are always there).
-    classify(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), s.keys[i]);
+    s.hit[i] = {};
+    s.classify[i] = !from_cache(i, gen);
+    untracked += s.flow[i] < 0 || s.fr[s.flow[i]].entry == nullptr;
+    if (!s.classify[i]) {
+      ++hits_cached;
+      continue;
+    }
+    classify_meta(rte_pktmbuf_mtod(pkts[i], const uint8_t*), s.meta[i], s.keys[i]);
     const PacketKeys& pk = s.keys[i];
     for (unsigned k = 0; k < pk.n; ++k) {
       if (((kinds >> static_cast<unsigned>(pk.key[k].kind)) & 1u) == 0) continue;
@@ -75,11 +205,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       ++nk;
     }
   }
+  // 2. One bulk filter lookup; hits confirmed against the exact set.
   LookupStats ls;
-  cfg_.filter->contains_bulk(s.hashes, nk, s.hit_mask, &ls);
-
-  // Verdict per packet: the smallest confirmed rule kind, 0 = none.
-  uint8_t verdict[kBurst] = {};
+  if (nk != 0) cfg_.filter->contains_bulk(s.hashes, nk, s.hit_mask, &ls);
   uint64_t hits = 0, confirmed = 0;
   const ExactSet& exact = *cfg_.exact;
   for (std::size_t w = 0; w < (nk + 63) / 64; ++w) {
@@ -91,29 +219,48 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       const PacketKeys& pk = s.keys[s.owner[j]];
       const PacketKey& key = pk.key[s.slot[j]];
       RuleKind kind = key.kind;
+      uint32_t rule = 0;
       if (cfg_.verify) {
         const Key128 k128 = key_hash128(pk.key_bytes(s.slot[j]), key.len);
-        uint32_t rule = 0;
         if (!exact.contains(k128, &kind, &rule)) continue;  // a filter false positive: no drop
-        bump(cfg_.rule_hits[rule]);  // single writer: this worker's own array
       }
       ++confirmed;
-      uint8_t& v = verdict[s.owner[j]];
+      RuleHit& h = s.hit[s.owner[j]];
       const auto kv = static_cast<uint8_t>(kind);
-      if (v == 0 || kv < v) v = kv;
+      if (h.kind == 0 || kv < h.kind) h = {kv, rule};
     }
   }
 
+  // 3. In packet order: a flow blocked by an earlier packet of this burst
+  // blocks this one too; classified packets teach their flow the verdict.
   uint16_t np = 0, nd = 0;
-  uint16_t malformed = 0, malformed_dropped = 0, oversized = 0;
+  uint16_t malformed = 0, malformed_dropped = 0, oversized = 0, flow_drops = 0;
   for (uint16_t i = 0; i < n; ++i) {
-    const bool bad = s.keys[i].malformed;
+    flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
+    RuleHit h = s.hit[i];
+    if (e != nullptr && s.classify[i]) {
+      if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
+        h = {e->rule_kind, e->rule_slot};
+      } else if (h.kind != 0) {
+        e->set_verdict(cfg_.reject ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
+                       /*block=*/true);
+      } else {
+        e->set_verdict(flow::Verdict::kPass, gen);
+        if (s.meta[i].payload_len != 0 && s.fr[s.flow[i]].dir == flow::Dir::kForward)
+          e->inspect = next_inspect(s.meta[i], s.keys[i]);
+      }
+    } else if (e != nullptr && e->blocked() && h.kind == 0) {
+      h = {e->rule_kind, e->rule_slot};  // cached as passing, but blocked earlier in this burst
+    }
+    const bool bad = s.classify[i] ? s.keys[i].malformed : s.meta[i].malformed;
     malformed += bad;
     // Longer than the MTU allows: GRO/LRO merged segments (on af_packet
     // ports also cut to the ring's frame size, hence malformed too).
     oversized += rte_pktmbuf_pkt_len(pkts[i]) > max_frame;
-    if (verdict[i] != 0) {                       // matched a rule: drop
-      bump(st.dropped_by_kind[verdict[i]]);
+    if (h.kind != 0) {                           // matched a rule, now or earlier in its flow: drop
+      bump(st.dropped_by_kind[h.kind]);
+      if (cfg_.verify) bump(cfg_.rule_hits[h.slot]);  // single writer: this worker's own array
+      flow_drops += !s.classify[i] || (e != nullptr && e->blocked() && s.hit[i].kind == 0);
       drop[nd++] = pkts[i];
     } else if (bad && cfg_.drop_malformed) {     // malformed, policy drop
       ++malformed_dropped;
@@ -126,7 +273,13 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   bump(st.filter_hits, hits);
   bump(st.confirmed_hits, confirmed);
   bump(st.fp_avoided, hits - confirmed);
-  bump(st.lookup_retries, ls.retries);
+  if (ls.retries) bump(st.lookup_retries, ls.retries);
+  if (flows_ != nullptr) {
+    bump(st.cache_hits, hits_cached);
+    bump(st.cache_misses, n - hits_cached - untracked);
+    if (untracked) bump(st.untracked, untracked);
+  }
+  if (flow_drops) bump(st.flow_drops, flow_drops);
   if (malformed) bump(st.malformed, malformed);
   if (malformed_dropped) bump(st.malformed_dropped, malformed_dropped);
   if (oversized) bump(st.oversized, oversized);
@@ -134,6 +287,66 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   *nbad = malformed;
   *nbig = oversized;
   return np;
+}
+
+// Reject: the replies to the blocked packets of a burst (drop[] before they
+// are freed or written to the drop port), rate-limited per worker, built in
+// mbufs of this worker's own pool. To the sender: out of the port the packet
+// came in on; to the destination (the RST that lets a server go): out of the
+// port passed packets take. replay --reply sends every reply to reply_port.
+void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now) {
+  WorkerStats& st = *cfg_.stats;
+  rte_mbuf* back[kBurst * reject::kMaxReplies];
+  rte_mbuf* on[kBurst * reject::kMaxReplies];
+  uint16_t nback = 0, non = 0, limited = 0, failed = 0;
+  for (uint16_t i = 0; i < nd; ++i) {
+    const rte_mbuf* m = drop[i];
+    const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
+    // A dry run first: frames that get no reply (ICMP errors, broadcasts, ...)
+    // must not use up tokens.
+    const reject::Result dry = reject::build(frame, rte_pktmbuf_data_len(m), {});
+    if (dry.status == reject::Status::kNotApplicable) continue;
+    if (!bucket_->allow(now)) {
+      ++limited;
+      continue;
+    }
+    rte_mbuf* out[reject::kMaxReplies] = {};
+    reject::Buffer buf[reject::kMaxReplies];
+    bool ok = rte_pktmbuf_alloc_bulk(reply_pool_, out, dry.count) == 0;
+    for (unsigned k = 0; ok && k < dry.count; ++k)
+      buf[k] = {rte_pktmbuf_mtod(out[k], uint8_t*), rte_pktmbuf_tailroom(out[k])};
+    const reject::Result r =
+        ok ? reject::build(frame, rte_pktmbuf_data_len(m), {buf, dry.count}) : reject::Result{};
+    if (!ok || r.status != reject::Status::kBuilt) {
+      if (ok) rte_pktmbuf_free_bulk(out, dry.count);
+      failed += dry.count;
+      continue;
+    }
+    for (unsigned k = 0; k < r.count; ++k) {
+      out[k]->data_len = r.reply[k].len;
+      out[k]->pkt_len = r.reply[k].len;
+      (r.reply[k].dir == reject::Direction::kToSender ? back[nback++] : on[non++]) = out[k];
+    }
+  }
+  auto send = [&](uint16_t port, uint16_t queue, rte_mbuf** v, uint16_t cnt) {
+    uint16_t sent = cnt ? rte_eth_tx_burst(port, queue, v, cnt) : 0;
+    if (sent < cnt) {
+      failed += cnt - sent;
+      rte_pktmbuf_free_bulk(v + sent, cnt - sent);
+    }
+    bump(st.rejects_sent, sent);
+  };
+  if (cfg_.reply_port >= 0) {
+    const auto rp = static_cast<uint16_t>(cfg_.reply_port);
+    const auto rq = static_cast<uint16_t>(cfg_.id);
+    send(rp, rq, back, nback);
+    send(rp, rq, on, non);
+  } else {
+    send(q.rx_port, q.tx_queue, back, nback);  // run pairs ports both ways: this worker owns that queue
+    send(q.tx_port, q.tx_queue, on, non);
+  }
+  if (limited) bump(st.rejects_limited, limited);
+  if (failed) bump(st.rejects_failed, failed);
 }
 
 void Worker::loop() {
@@ -181,6 +394,7 @@ void Worker::loop() {
         bump(st.tx_failed, np - sent);
         rte_pktmbuf_free_bulk(pass + sent, np - sent);
       }
+      if (nd != 0 && bucket_ != nullptr) send_rejects(q, drop, nd, rte_rdtsc());
       if (nd != 0) {
         uint16_t dsent = 0;
         if (cfg_.drop_port >= 0) {

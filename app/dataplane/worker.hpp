@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuckoogate/flow/flow_table.hpp"
 #include "dataplane/lookup.hpp"
 #include "dataplane/stats.hpp"
 
@@ -46,9 +47,22 @@ struct WorkerConfig {
   WorkerStats* stats = nullptr;
   LinkStats* link_stats = nullptr;     // one per link, in `links` order
   std::atomic<uint64_t>* rule_hits = nullptr;  // this worker's per-rule counters, by slot
+  // Flows (docs/dataplane.md): entries in this worker's flow table; 0 = judge
+  // every packet alone.
+  uint64_t flows = 0;
+  const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
+  const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
+  // Action for a packet a rule blocks: drop silently, or reject (TCP RSTs,
+  // DNS REFUSED, ICMP administratively prohibited; docs/reject.md).
+  bool reject = false;
+  uint32_t reject_rate = 1000;   // replies per second per worker (token bucket)
+  uint32_t reject_burst = 100;
+  int reply_port = -1;           // >= 0: every reply goes here, tx queue = id (replay --reply)
 };
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
+
+namespace reject { class TokenBucket; }
 
 class Worker {
  public:
@@ -58,14 +72,22 @@ class Worker {
   ~Worker();
   // lcore entry point: runs until *cfg.stop. arg is a Worker*.
   static int main(void* arg);
+  // This worker's flow-table counters (any thread; zero without a table).
+  flow::FlowStats flow_stats() const;
 
  private:
   void loop();
   uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
+  void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
+  bool from_cache(uint16_t i, uint64_t gen);
+  void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   WorkerConfig cfg_;
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
   WorkerScratch* s_ = nullptr;
+  flow::FlowTable* flows_ = nullptr;    // this worker's own; nullptr when cfg_.flows == 0
+  reject::TokenBucket* bucket_ = nullptr;
+  rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
 };
 
 }  // namespace cg

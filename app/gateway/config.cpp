@@ -191,7 +191,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
   if (const toml::table* g = root["gateway"].as_table()) {
     const std::string w = path + ": gateway";
     if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "ctl_idle_timeout",
-                         "state_dir", "rules", "rx_desc", "tx_desc"}, w, err))
+                         "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -220,6 +220,16 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     if (const toml::node* s = g->get("ctl"); s != nullptr && !c_string(*s, c.ctl, w + ".ctl", err))
       return false;
     if (!integer(*g, "ctl_idle_timeout", 1u, 3600u, c.ctl_idle_timeout_s, w, err)) return false;
+    if (!integer(*g, "flows_per_worker", uint64_t{0}, uint64_t{1} << 31, c.flows_per_worker, w, err))
+      return false;
+    if (const toml::node* a = g->get("action")) {
+      const auto s = a->value<std::string>();
+      if (!s || (*s != "drop" && *s != "reject")) {
+        *err = w + ".action: expected \"drop\" or \"reject\"";
+        return false;
+      }
+      c.reject = *s == "reject";
+    }
     if (const toml::node* s = g->get("state_dir");
         s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))
       return false;

@@ -27,6 +27,8 @@ struct GatewayConfig {
   std::size_t capacity = 1u << 20;      // rules
   std::string ctl;                      // control socket path ("" = default)
   unsigned ctl_idle_timeout_s = 30;     // control clients idle this long are closed
+  uint64_t flows_per_worker = uint64_t{1} << 17;  // flow-table entries; 0 = no flow table
+  bool reject = false;                  // action = "drop" | "reject"
   std::string state_dir;                // durable rule state ("" = none)
   std::vector<std::string> rules;       // rule files applied at start
   uint16_t rx_desc = 1024, tx_desc = 1024;

@@ -37,6 +37,13 @@ void line(std::string& out, const std::string& key, double v) {
   out += key + ' ' + buf + '\n';
 }
 
+void add_flow_stats(StatsSnapshot& s, const flow::FlowStats& f) {
+  s.flows_active += f.active;
+  s.flows_created += f.created;
+  s.flows_evicted += f.evicted;
+  s.flows_expired += f.expired;
+}
+
 void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot& s) {
   line(out, p + "rx", s.rx);
   line(out, p + "passed", s.passed);
@@ -53,6 +60,17 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "false_positives_avoided", s.fp_avoided);
   line(out, p + "tx_failed", s.tx_failed);
   line(out, p + "lookup_retries", s.lookup_retries);
+  line(out, p + "flows.active", s.flows_active);
+  line(out, p + "flows.created", s.flows_created);
+  line(out, p + "flows.evicted", s.flows_evicted);
+  line(out, p + "flows.expired", s.flows_expired);
+  line(out, p + "flows.untracked", s.untracked);
+  line(out, p + "cache.hits", s.cache_hits);
+  line(out, p + "cache.misses", s.cache_misses);
+  line(out, p + "flow_drops", s.flow_drops);
+  line(out, p + "rejects.sent", s.rejects_sent);
+  line(out, p + "rejects.limited", s.rejects_limited);
+  line(out, p + "rejects.failed", s.rejects_failed);
 }
 
 int tel_stats(const char*, const char*, rte_tel_data* d) {
@@ -73,6 +91,15 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "confirmed_hits", s.confirmed_hits);
   rte_tel_data_add_dict_u64(d, "false_positives_avoided", s.fp_avoided);
   rte_tel_data_add_dict_u64(d, "tx_failed", s.tx_failed);
+  rte_tel_data_add_dict_u64(d, "flows_active", s.flows_active);
+  rte_tel_data_add_dict_u64(d, "flows_created", s.flows_created);
+  rte_tel_data_add_dict_u64(d, "flows_evicted", s.flows_evicted);
+  rte_tel_data_add_dict_u64(d, "flows_expired", s.flows_expired);
+  rte_tel_data_add_dict_u64(d, "cache_hits", s.cache_hits);
+  rte_tel_data_add_dict_u64(d, "cache_misses", s.cache_misses);
+  rte_tel_data_add_dict_u64(d, "flow_drops", s.flow_drops);
+  rte_tel_data_add_dict_u64(d, "rejects_sent", s.rejects_sent);
+  rte_tel_data_add_dict_u64(d, "rejects_limited", s.rejects_limited);
   return 0;
 }
 
@@ -264,9 +291,15 @@ bool Engine::start(std::string* err) {
     c.stats = &stats_[w];
     c.rule_hits = rule_hits_[w];
     c.link_stats = link_stats_[w];
+    c.flows = opts_.flows;
+    c.generation = &blocklist_->generation();
+    c.slot_removed_at = blocklist_->slot_removed_at();
+    c.reject = opts_.reject;
+    c.reply_port = reply_port_;
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
-      *err = "cannot allocate worker scratch memory";
+      *err = "cannot allocate worker memory (scratch, " + std::to_string(opts_.flows) +
+             "-entry flow table, reply mbufs): raise EAL memory with -m or lower the flows per worker";
       return false;
     }
     workers_.push_back(std::move(wk));
@@ -378,12 +411,14 @@ void Engine::stop() {
 StatsSnapshot Engine::totals() const {
   StatsSnapshot s;
   for (unsigned w = 0; w < opts_.workers && stats_ != nullptr; ++w) s.add(stats_[w]);
+  for (const auto& wk : workers_) add_flow_stats(s, wk->flow_stats());
   return s;
 }
 
 StatsSnapshot Engine::worker_stats(unsigned w) const {
   StatsSnapshot s;
   if (stats_ != nullptr && w < opts_.workers) s.add(stats_[w]);
+  if (w < workers_.size()) add_flow_stats(s, workers_[w]->flow_stats());
   return s;
 }
 
@@ -408,6 +443,8 @@ void Engine::info_text(std::string& out) const {
   line(out, "workers", static_cast<uint64_t>(opts_.workers));
   out += std::string("verify ") + (opts_.verify ? "true" : "false") + "\n";
   out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
+  out += std::string("action ") + (opts_.reject ? "reject" : "drop") + "\n";
+  line(out, "flows_per_worker", opts_.flows);
   line(out, "filter.slots", f.capacity_slots);
   line(out, "filter.items", f.items);
   line(out, "filter.load_factor", f.load_factor);

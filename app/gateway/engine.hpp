@@ -26,6 +26,8 @@ struct EngineOptions {
   bool filtering = true;            // false: forward without looking anything up
   std::string state_dir;            // durable rule state, empty = in memory
   bool salvage = false;             // start despite damaged state
+  uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker; 0 = no flow table
+  bool reject = false;              // action: reject instead of drop (docs/reject.md)
 };
 
 class Engine {
@@ -42,6 +44,7 @@ class Engine {
 
   void add_link(unsigned worker, const QueueLink& l) { links_[worker].push_back(l); }
   void set_drop_port(int port) noexcept { drop_port_ = port; }  // worker w uses tx queue w
+  void set_reply_port(int port) noexcept { reply_port_ = port; }  // replay --reply; tx queue w
   void set_filtering(bool on) noexcept { opts_.filtering = on; }  // takes effect at start()
 
   bool start(std::string* err);  // launches the workers
@@ -106,6 +109,7 @@ class Engine {
   std::chrono::steady_clock::time_point next_look_{};
   std::vector<std::vector<std::size_t>> watch_of_link_;  // [worker][link] -> watch_ index
   int drop_port_ = -1;
+  int reply_port_ = -1;
   std::atomic<bool> stop_{false};
   bool running_ = false;
   std::atomic<std::size_t> rules_{0};

@@ -115,6 +115,15 @@ int main(int argc, char** argv) {
   run->add_flag("--no-verify", run_no_verify, "Pure-filter mode: a filter hit drops (false positives possible)");
   run->add_flag("--salvage", ro.salvage, "Start even if the rule state is damaged before its "
                                          "journal tail, keeping the valid part");
+  uint64_t run_flows = 0;
+  CLI::Option* run_flows_opt =
+      run->add_option("--flows", run_flows, "Flow-table entries per worker, 0 to judge every packet alone "
+                                            "(default: gateway.flows_per_worker, else 131072; 72 bytes each)")
+          ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 31));
+  std::string run_action;
+  run->add_option("--action", run_action, "What a rule does to a blocked flow: drop (default) or reject "
+                                          "(TCP resets, DNS REFUSED, ICMP prohibited; docs/reject.md)")
+      ->check(CLI::IsMember({"drop", "reject"}));
   run->allow_extras();  // reported by reject_extras(), in order and with a hint
   run->footer("EAL options follow `--` (cuckoogate run [options] -- --vdev=net_null0 ...) or precede the\n"
               "command (cuckoogate [EAL options] -- run [options]); they replace the config's [eal] args.");
@@ -145,6 +154,14 @@ int main(int argc, char** argv) {
                                              "at least 65536)");
   rep->add_option("--memory", po.memory_mb, "EAL memory in MB (-m)")->check(CLI::Range(64u, 65536u));
   rep->add_flag("--quiet", po.quiet, "No summary on stdout");
+  rep->add_option("--flows", po.flows, "Flow-table entries per worker, 0 to judge every packet alone "
+                                       "(default 131072; 72 bytes each)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 31));
+  std::string rep_action = "drop";
+  rep->add_option("--action", rep_action, "drop (default) or reject blocked flows (docs/reject.md)")
+      ->check(CLI::IsMember({"drop", "reject"}));
+  rep->add_option("--reply", po.reply, "With --action reject: write every reply packet to this pcap "
+                                       "(default: replies are discarded)");
   rep->allow_extras();
   rep->footer("Extra EAL options follow `--` (cuckoogate replay [options] -- --log-level=...) or precede\n"
               "the command. --in, --out, --drop, --stats-json and --rules must name different files.");
@@ -165,6 +182,8 @@ int main(int argc, char** argv) {
     }
     if (run_verify || run_no_verify) ro.verify = run_verify;
     if (run_workers != 0) ro.workers = run_workers;
+    if (run_flows_opt->count() != 0) ro.flows = run_flows;
+    if (!run_action.empty()) ro.reject = run_action == "reject";
     ro.eal = split.eal;
     return cg::run_gateway(ro);
   }
@@ -185,6 +204,11 @@ int main(int argc, char** argv) {
   }
   po.verify = !rep_no_verify;
   po.drop_malformed = malformed == "drop";
+  po.reject = rep_action == "reject";
+  if (!po.reply.empty() && !po.reject) {
+    std::fprintf(stderr, "cuckoogate replay: --reply needs --action reject (drop sends no replies)\n");
+    return 2;
+  }
   po.eal_extra = split.eal;
   return cg::replay(po);
 }

@@ -189,6 +189,7 @@ bool check_distinct_files(const ReplayOptions& o, std::string* err) {
   };
   std::vector<Named> files = {{"--in", o.in, false}, {"--out", o.out, true}};
   if (!o.drop.empty()) files.push_back({"--drop", o.drop, true});
+  if (!o.reply.empty()) files.push_back({"--reply", o.reply, true});
   if (!o.stats_json.empty()) files.push_back({"--stats-json", o.stats_json, true});
   for (const std::string& r : o.rules) files.push_back({"--rules", r, false});
   std::vector<FileId> ids;
@@ -269,8 +270,9 @@ int replay(const ReplayOptions& o) {
     if (!d) return fail_early(1, "cannot write " + empty);
   }
   const std::vector<std::string> pass_q = q == 1 ? std::vector<std::string>{o.out} : files("pass", q);
-  std::vector<std::string> drop_q;
+  std::vector<std::string> drop_q, reply_q;
   if (!o.drop.empty()) drop_q = q == 1 ? std::vector<std::string>{o.drop} : files("drop", q);
+  if (!o.reply.empty()) reply_q = q == 1 ? std::vector<std::string>{o.reply} : files("reply", q);
 
   // EAL: no hugepages, no PCI, private runtime files, lcores 0 (control) + workers.
   std::vector<std::string> eal = {"--no-huge", "--no-pci", "--no-shconf",
@@ -284,15 +286,18 @@ int replay(const ReplayOptions& o) {
                 join_arg("tx_pcap", pass_q));
   if (!drop_q.empty())
     eal.push_back("--vdev=net_pcap_drop,rx_pcap=" + empty + join_arg("tx_pcap", drop_q));
+  if (!reply_q.empty())
+    eal.push_back("--vdev=net_pcap_reply,rx_pcap=" + empty + join_arg("tx_pcap", reply_q));
   eal.insert(eal.end(), o.eal_extra.begin(), o.eal_extra.end());
   if (!init_eal("cuckoogate", eal, &err)) return fail_early(1, err);
 
   int rc = 0;
   {
-    uint16_t in_port = 0, pass_port = 0, drop_port = 0;
+    uint16_t in_port = 0, pass_port = 0, drop_port = 0, reply_port = 0;
     if (rte_eth_dev_get_port_by_name("net_pcap_in", &in_port) != 0 ||
         rte_eth_dev_get_port_by_name("net_pcap_pass", &pass_port) != 0 ||
-        (!drop_q.empty() && rte_eth_dev_get_port_by_name("net_pcap_drop", &drop_port) != 0)) {
+        (!drop_q.empty() && rte_eth_dev_get_port_by_name("net_pcap_drop", &drop_port) != 0) ||
+        (!reply_q.empty() && rte_eth_dev_get_port_by_name("net_pcap_reply", &reply_port) != 0)) {
       const int code = fail(1, "net_pcap devices did not come up (is the net_pcap PMD installed?)");
       rte_eal_cleanup();
       return code;
@@ -308,6 +313,8 @@ int replay(const ReplayOptions& o) {
     eo.drop_malformed = o.drop_malformed;
     eo.capacity = o.capacity != 0 ? o.capacity : std::max<std::size_t>(65536, rules.size() * 2);
     eo.pps = o.pps;
+    eo.flows = o.flows;
+    eo.reject = o.reject;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(q);
     pc.rx_desc = pc.tx_desc = kDesc;
@@ -319,7 +326,8 @@ int replay(const ReplayOptions& o) {
       rc = fail(1, "cannot allocate the mbuf pool (raise -m)");
     } else if (!engine.init(eo, &err) || !setup_port(in_port, pc, pool, &err) ||
                !setup_port(pass_port, pc, pool, &err) ||
-               (!drop_q.empty() && !setup_port(drop_port, dc, pool, &err))) {
+               (!drop_q.empty() && !setup_port(drop_port, dc, pool, &err)) ||
+               (!reply_q.empty() && !setup_port(reply_port, dc, pool, &err))) {
       rc = fail(1, err);
     } else {
       const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
@@ -332,6 +340,7 @@ int replay(const ReplayOptions& o) {
           engine.add_link(w, {pass_port, wq, in_port, wq});
         }
         if (!drop_q.empty()) engine.set_drop_port(drop_port);
+        if (!reply_q.empty()) engine.set_reply_port(reply_port);
         CommandHandler handler(engine.blocklist(), [&](std::string& s) { engine.stats_text(s); },
                                [&](std::string& s) { engine.info_text(s); });
         std::unique_ptr<ControlServer> server;
@@ -380,8 +389,10 @@ int replay(const ReplayOptions& o) {
             server.reset();
             for (uint16_t p : {in_port, pass_port}) close_port(p);
             if (!drop_q.empty()) close_port(drop_port);
+            if (!reply_q.empty()) close_port(reply_port);
             if (q > 1 && rc == 0) {
-              if (!merge(pass_q, o.out, &err) || (!drop_q.empty() && !merge(drop_q, o.drop, &err)))
+              if (!merge(pass_q, o.out, &err) || (!drop_q.empty() && !merge(drop_q, o.drop, &err)) ||
+                  (!reply_q.empty() && !merge(reply_q, o.reply, &err)))
                 rc = fail(1, err);
             }
             SummaryInfo si;

@@ -21,6 +21,9 @@ struct ReplayOptions {
   std::size_t capacity = 0;        // rules the blocklist can hold, 0 = auto
   unsigned memory_mb = 512;        // EAL -m
   bool quiet = false;
+  uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker (0 = none)
+  bool reject = false;             // --action reject
+  std::string reply;               // reject replies to this pcap (empty: discarded)
   std::vector<std::string> eal_extra;  // after `--`
 };
 

@@ -130,6 +130,8 @@ int run_gateway(const RunOptions& o) {
     eo.capacity = std::max(cfg.capacity, rules.size());
     eo.state_dir = cfg.state_dir;
     eo.salvage = o.salvage;
+    eo.flows = o.flows.value_or(cfg.flows_per_worker);
+    eo.reject = o.reject.value_or(cfg.reject);
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;

@@ -15,6 +15,8 @@ struct RunOptions {
   std::optional<unsigned> workers;    // overrides the config
   std::optional<bool> verify;         // overrides the config
   bool salvage = false;               // start despite damaged rule state
+  std::optional<uint64_t> flows;      // flow-table entries per worker; overrides the config
+  std::optional<bool> reject;         // --action reject|drop; overrides the config
   std::vector<std::string> eal;       // after `--`; replaces the config's [eal] args
 };
 

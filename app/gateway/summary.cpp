@@ -28,6 +28,14 @@ void print_summary(std::FILE* f, const SummaryInfo& info, const StatsSnapshot& s
   if (s.tx_failed != 0)
     std::fprintf(f, "  tx failed       %lu (device queue full; freed)\n",
                  static_cast<unsigned long>(s.tx_failed));
+  if (s.flows_created != 0)
+    std::fprintf(f, "  flows           %lu created, %lu evicted, %lu expired; verdict cache %lu hits, %lu misses\n",
+                 static_cast<unsigned long>(s.flows_created), static_cast<unsigned long>(s.flows_evicted),
+                 static_cast<unsigned long>(s.flows_expired), static_cast<unsigned long>(s.cache_hits),
+                 static_cast<unsigned long>(s.cache_misses));
+  if (s.rejects_sent + s.rejects_limited != 0)
+    std::fprintf(f, "  rejects         %lu sent, %lu held back by the rate limit\n",
+                 static_cast<unsigned long>(s.rejects_sent), static_cast<unsigned long>(s.rejects_limited));
   std::fprintf(f, "  rate            %.3f Mpps (%lu packets in %.3f s)\n", mpps,
                static_cast<unsigned long>(s.rx), info.seconds);
 }
@@ -49,6 +57,11 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
       {"confirmed_hits", s.confirmed_hits},
       {"false_positives_avoided", s.fp_avoided},
       {"tx_failed", s.tx_failed},
+      {"flows", {{"active", s.flows_active}, {"created", s.flows_created}, {"evicted", s.flows_evicted},
+                 {"expired", s.flows_expired}, {"untracked", s.untracked}}},
+      {"cache", {{"hits", s.cache_hits}, {"misses", s.cache_misses}}},
+      {"flow_drops", s.flow_drops},
+      {"rejects", {{"sent", s.rejects_sent}, {"limited", s.rejects_limited}, {"failed", s.rejects_failed}}},
       {"rules", info.rules},
       {"seconds", info.seconds},
       {"pps", info.seconds > 0 ? static_cast<double>(s.rx) / info.seconds : 0.0},

@@ -80,6 +80,8 @@ class Packet {
     l4_ = L4::tcp; proto_ = 6; sport_ = sport; dport_ = dport; tcp_flags_ = flags;
     return *this;
   }
+  // TCP sequence and acknowledgement numbers (default 1000 and 0).
+  Packet& seq_ack(uint32_t seq, uint32_t ack) { seq_ = seq; ack_ = ack; return *this; }
   Packet& udp(uint16_t sport, uint16_t dport) {
     l4_ = L4::udp; proto_ = 17; sport_ = sport; dport_ = dport;
     return *this;
@@ -132,7 +134,7 @@ class Packet {
     switch (l4_) {
       case L4::tcp:
         put16(t, sport_); put16(t, dport_);
-        put32(t, 1000); put32(t, 0);           // seq, ack
+        put32(t, seq_); put32(t, ack_);
         {
           Bytes opts = tcp_opts_;
           while (opts.size() % 4) opts.push_back(0);
@@ -244,6 +246,7 @@ class Packet {
   uint8_t proto_ = 0;
   uint16_t sport_ = 0, dport_ = 0;
   uint8_t tcp_flags_ = 0x18;
+  uint32_t seq_ = 1000, ack_ = 0;
   Bytes tcp_opts_;
   Bytes payload_;
 };
