@@ -44,6 +44,10 @@ void* flow_alloc(std::size_t size, std::size_t align, void* ctx) {
 }
 void flow_free(void* p, void*) { rte_free(p); }
 
+// FlowEntry::flags bit (a spare one of the flow table's): a packet of the
+// flow is being classified in this burst. Set in from_cache, cleared in step 3.
+constexpr uint8_t kJudging = 0x80;
+
 // Does this packet of a tracked flow need its application layer looked at?
 // Only what the initiator sends: the first flight of a TCP connection (a TLS
 // ClientHello, an HTTP request; every later request of an HTTP keep-alive
@@ -140,13 +144,19 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
 }
 
 // True if packet i is decided by its flow's state: s.hit[i] is then its
-// verdict (a kind for a blocked flow, 0 to pass).
+// verdict (a kind for a blocked flow, 0 to pass), or, for a flow an earlier
+// packet of this burst is being classified for, step 3 of process() takes
+// the verdict that packet gives the flow.
 bool Worker::from_cache(uint16_t i, uint64_t gen) {
   WorkerScratch& s = *s_;
   if (s.flow[i] < 0) return false;
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
+  if ((e->flags & kJudging) != 0 && !inspects(*e, s.meta[i], r.dir)) {
+    s.hit[i] = {};
+    return true;  // follows the earlier packet's verdict (step 3)
+  }
   if (e->blocked()) {
     // The rule that blocked the flow at generation G is still there iff its
     // slot was not freed since G (acquire: pairs with the control lcore's
@@ -157,9 +167,15 @@ bool Worker::from_cache(uint16_t i, uint64_t gen) {
       return true;
     }
     e->set_verdict(flow::Verdict::kUnknown, 0);  // its rule went: judge the flow afresh
+    if (r.dir == flow::Dir::kForward) e->flags |= kJudging;
     return false;
   }
-  if (!e->verdict_current(gen) || inspects(*e, s.meta[i], r.dir)) return false;
+  if (!e->verdict_current(gen) || inspects(*e, s.meta[i], r.dir)) {
+    // Later packets of this flow in this burst follow the verdict of this one
+    // if it is the initiator's (see step 3: only those are cached).
+    if (r.dir == flow::Dir::kForward) e->flags |= kJudging;
+    return false;
+  }
   s.hit[i] = {};
   return true;
 }
@@ -178,10 +194,14 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
     *ndrop = *nbad = *nbig = 0;
     return n;
   }
-  // acquire: pairs with the control lcore's release when a kind gains its
-  // first rule / when the blocklist changes; see Blocklist.
-  const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
+  // acquire: pairs with the control lcore's release of the generation after
+  // each change, and of the kind mask when a kind gains its first rule. The
+  // generation is read FIRST: every mask store a change made precedes its
+  // generation bump, so a burst that sees generation G also sees the mask as
+  // of G. (Read the other way round, a burst could see G+1 with the mask
+  // before G+1 — skip the new rule's kind — and cache "pass" as current.)
   const uint64_t gen = cfg_.generation->load(std::memory_order_acquire);
+  const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
   track_flows(pkts, n, rte_rdtsc());
 
   // 1. Packets their flow decides; the others are classified.
@@ -238,16 +258,20 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   for (uint16_t i = 0; i < n; ++i) {
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
+    if (e != nullptr) e->flags &= static_cast<uint8_t>(~kJudging);
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};
       } else if (h.kind != 0) {
         e->set_verdict(cfg_.reject ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
                        /*block=*/true);
-      } else {
+      } else if (s.fr[s.flow[i]].dir == flow::Dir::kForward) {
+        // "Pass" is cached only from the initiator's packets: src/dst/flow/
+        // service rules read a packet's direction, and a flow is judged as
+        // its initiator sends (an answer that matches a rule blocks the flow
+        // above; one that matches none says nothing about the other way).
         e->set_verdict(flow::Verdict::kPass, gen);
-        if (s.meta[i].payload_len != 0 && s.fr[s.flow[i]].dir == flow::Dir::kForward)
-          e->inspect = next_inspect(s.meta[i], s.keys[i]);
+        if (s.meta[i].payload_len != 0) e->inspect = next_inspect(s.meta[i], s.keys[i]);
       }
     } else if (e != nullptr && e->blocked() && h.kind == 0) {
       h = {e->rule_kind, e->rule_slot};  // cached as passing, but blocked earlier in this burst
@@ -298,6 +322,7 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
   WorkerStats& st = *cfg_.stats;
   rte_mbuf* back[kBurst * reject::kMaxReplies];
   rte_mbuf* on[kBurst * reject::kMaxReplies];
+  const bool one_port = cfg_.reply_port >= 0;  // replay --reply: every reply, in packet order
   uint16_t nback = 0, non = 0, limited = 0, failed = 0;
   for (uint16_t i = 0; i < nd; ++i) {
     const rte_mbuf* m = drop[i];
@@ -325,7 +350,7 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
     for (unsigned k = 0; k < r.count; ++k) {
       out[k]->data_len = r.reply[k].len;
       out[k]->pkt_len = r.reply[k].len;
-      (r.reply[k].dir == reject::Direction::kToSender ? back[nback++] : on[non++]) = out[k];
+      (one_port || r.reply[k].dir == reject::Direction::kToSender ? back[nback++] : on[non++]) = out[k];
     }
   }
   auto send = [&](uint16_t port, uint16_t queue, rte_mbuf** v, uint16_t cnt) {
@@ -336,11 +361,8 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
     }
     bump(st.rejects_sent, sent);
   };
-  if (cfg_.reply_port >= 0) {
-    const auto rp = static_cast<uint16_t>(cfg_.reply_port);
-    const auto rq = static_cast<uint16_t>(cfg_.id);
-    send(rp, rq, back, nback);
-    send(rp, rq, on, non);
+  if (one_port) {
+    send(static_cast<uint16_t>(cfg_.reply_port), static_cast<uint16_t>(cfg_.id), back, nback);
   } else {
     send(q.rx_port, q.tx_queue, back, nback);  // run pairs ports both ways: this worker owns that queue
     send(q.tx_port, q.tx_queue, on, non);

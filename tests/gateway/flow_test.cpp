@@ -1,0 +1,232 @@
+// The flow-aware data path end to end (issue 10), through `cuckoogate replay`:
+// verdicts that stick to a flow in both directions, a rule change reaching
+// flows whose verdict is cached, reject replies byte for byte, their rate
+// limit, and a flood of new flows against a small table.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway_test_env.hpp"
+#include "packet_builder.hpp"
+#include "pcap_file.hpp"
+#include "subprocess.hpp"
+
+namespace cg::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Flows : public testing::Test {
+ protected:
+  std::string path(const std::string& name) const {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    return GatewayEnv::dir() + "/" + info->name() + "-" + name;
+  }
+  // Replays `in` with `rules`; extra options appended. Returns the stats JSON.
+  nlohmann::json replay(const std::vector<Bytes>& in, const std::string& rules,
+                        std::vector<std::string> extra = {}) {
+    write_pcap(path("in.pcap"), in);
+    std::ofstream(path("r.rules")) << rules;
+    std::vector<std::string> argv = {GatewayEnv::gateway(), "replay", "--rules", path("r.rules"),
+                                     "--in", path("in.pcap"), "--out", path("pass.pcap"),
+                                     "--drop", path("drop.pcap"), "--stats-json", path("s.json"), "--quiet"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const Result r = run(argv, GatewayEnv::dir());
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(slurp(path("s.json")));
+  }
+};
+
+uint16_t rd16(const Bytes& f, std::size_t o) { return static_cast<uint16_t>(f[o] << 8 | f[o + 1]); }
+uint32_t rd32(const Bytes& f, std::size_t o) {
+  return uint32_t{f[o]} << 24 | uint32_t{f[o + 1]} << 16 | uint32_t{f[o + 2]} << 8 | f[o + 3];
+}
+
+// The packets of one TCP connection client 10.8.0.1:40000 <-> server 10.9.0.1:443.
+struct Conn {
+  Packet c2s(uint8_t flags, uint32_t seq, uint32_t ack) const {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, ack);
+  }
+  Packet s2c(uint8_t flags, uint32_t seq, uint32_t ack) const {
+    return Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, flags).seq_ack(seq, ack);
+  }
+};
+
+TEST_F(Flows, ABlockedTlsFlowIsDroppedBothWaysFromTheClientHelloOn) {
+  const Conn k;
+  const Bytes syn = k.c2s(0x02, 100, 0).frame();
+  const Bytes synack = k.s2c(0x12, 500, 101).frame();
+  const Bytes ack = k.c2s(0x10, 101, 501).frame();
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const Bytes data_s = k.s2c(0x18, 501, 400).payload("server hello and more").frame();
+  const Bytes data_c = k.c2s(0x18, 400, 530).payload("application data").frame();
+  const Bytes fin = k.c2s(0x11, 416, 530).frame();
+  // An unrelated connection to the same server passes throughout.
+  const Bytes other1 = Packet().ipv4("10.8.0.2", "10.9.0.1").tcp(40001, 443, 0x02).frame();
+  const Bytes other2 =
+      Packet().ipv4("10.8.0.2", "10.9.0.1").tcp(40001, 443).payload(tls_client_hello("fine.example")).frame();
+  const auto s = replay({syn, synack, other1, ack, hello, data_s, other2, data_c, fin}, "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{syn, synack, other1, ack, other2}));
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello, data_s, data_c, fin}));
+  EXPECT_EQ(s["dropped_by_kind"]["host"], 4);  // every later packet counted under the rule's kind
+  EXPECT_EQ(s["flow_drops"], 3);                // those the blocked flow dropped
+  EXPECT_EQ(s["flows"]["created"], 2);
+  // Per packet, the same capture loses only the ClientHello.
+  replay({syn, synack, other1, ack, hello, data_s, other2, data_c, fin}, "host blocked.example\n",
+         {"--flows", "0"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+}
+
+TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
+  std::vector<Bytes> in;
+  for (int i = 0; i < 50; ++i) {
+    in.push_back(Packet().ipv4("10.8.0.1", "10.9.0.2").tcp(40000, 80, 0x10).seq_ack(100, 500).frame());
+    in.push_back(Packet().ipv4("10.9.0.2", "10.8.0.1").tcp(80, 40000, 0x18).seq_ack(500, 100).payload("data").frame());
+  }
+  const auto s = replay(in, "dst 192.0.2.1\n");
+  EXPECT_EQ(s["passed"], 100);
+  EXPECT_EQ(s["flows"]["created"], 1);
+  // Classified once: later packets of the flow in the same burst follow that
+  // verdict, later bursts take it from the cache (answers carry payload, but
+  // only what the initiator sends is inspected).
+  EXPECT_EQ(s["cache"]["misses"], 1);
+  EXPECT_EQ(s["cache"]["hits"], 99);
+}
+
+// A rule added mid-stream reaches a flow whose packets are all served from
+// the verdict cache; deleting it lets the flow pass again.
+TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
+  const std::string sock = path("ctl.sock");
+  const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
+  const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
+  write_pcap(path("in.pcap"), {a, b});
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--loop", "200000", "--pps", "20000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  auto stat = [&](const std::string& key) -> uint64_t {
+    for (const std::string& l : c.ask_multi("stats"))
+      if (l.rfind(key + " ", 0) == 0) return std::stoull(l.substr(key.size() + 1));
+    return 0;
+  };
+  auto wait = [&](const std::string& key, uint64_t above) {
+    for (int i = 0; i < 1000 && stat(key) <= above; ++i) std::this_thread::sleep_for(10ms);
+    return stat(key) > above;
+  };
+  ASSERT_TRUE(wait("cache.hits", 200)) << gw.err();
+  EXPECT_EQ(stat("dropped"), 0u);
+  EXPECT_EQ(c.ask("add dst 10.9.9.9"), "OK added");
+  ASSERT_TRUE(wait("dropped_by_kind.dst", 100));
+  const uint64_t flow_drops = stat("flow_drops");
+  EXPECT_GT(flow_drops, 50u);  // the flow, blocked once, drops from its cache both ways
+  EXPECT_EQ(c.ask("del dst 10.9.9.9"), "OK deleted");
+  std::this_thread::sleep_for(50ms);
+  const uint64_t dropped = stat("dropped");
+  const uint64_t passed = stat("passed");
+  ASSERT_TRUE(wait("passed", passed + 400));
+  EXPECT_EQ(stat("dropped"), dropped);  // nothing more dropped after the del
+  gw.signal(SIGINT);
+  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+}
+
+// Reject: RSTs both ways for a TCP segment, REFUSED for a DNS query, ICMP
+// administratively prohibited for other UDP; written to --reply.
+TEST_F(Flows, RejectSendsResetsRefusedAndIcmpProhibited) {
+  const Bytes hello = Packet()
+                          .ipv4("10.8.0.1", "10.9.0.1")
+                          .tcp(40000, 443, 0x18)
+                          .seq_ack(5000, 7000)
+                          .payload(tls_client_hello("blocked.example"))
+                          .frame();
+  const Bytes query = Packet().ipv4("10.8.0.1", "10.9.0.53").udp(40001, 53).payload(dns_query("blocked.example")).frame();
+  const Bytes udp = Packet().ipv4("10.8.0.1", "192.0.2.44").udp(40002, 9999).payload("x").frame();
+  const auto s = replay({hello, query, udp}, "host blocked.example\ndst 192.0.2.44\n",
+                        {"--action", "reject", "--reply", path("reply.pcap")});
+  EXPECT_EQ(s["dropped"], 3);
+  EXPECT_EQ(s["rejects"]["sent"], 4);
+  const auto rep = read_pcap(path("reply.pcap"));
+  ASSERT_EQ(rep.size(), 4u);
+  // 1. RST to the client: from the server, seq = the segment's ack.
+  const Bytes& r1 = rep[0];
+  EXPECT_EQ(rd16(r1, 12), 0x0800);
+  EXPECT_EQ(r1[14 + 9], 6);
+  EXPECT_EQ(rd32(r1, 14 + 12), 0x0a090001u);  // src 10.9.0.1
+  EXPECT_EQ(rd32(r1, 14 + 16), 0x0a080001u);  // dst 10.8.0.1
+  EXPECT_EQ(rd16(r1, 34), 443);
+  EXPECT_EQ(rd16(r1, 36), 40000);
+  EXPECT_EQ(rd32(r1, 38), 7000u);
+  EXPECT_NE(r1[47] & 0x04, 0);  // RST
+  // 2. RST to the server: as the client, at the dropped segment's sequence number.
+  const Bytes& r2 = rep[1];
+  EXPECT_EQ(rd32(r2, 14 + 12), 0x0a080001u);
+  EXPECT_EQ(rd32(r2, 14 + 16), 0x0a090001u);
+  EXPECT_EQ(rd16(r2, 34), 40000);
+  EXPECT_EQ(rd16(r2, 36), 443);
+  EXPECT_EQ(rd32(r2, 38), 5000u);
+  EXPECT_NE(r2[47] & 0x04, 0);
+  // 3. DNS: the query's id and question, QR set, RCODE REFUSED, to the client.
+  const Bytes& r3 = rep[2];
+  EXPECT_EQ(r3[14 + 9], 17);
+  EXPECT_EQ(rd16(r3, 34), 53);
+  EXPECT_EQ(rd16(r3, 36), 40001);
+  const std::size_t dns = 14 + 20 + 8;
+  EXPECT_EQ(rd16(r3, dns), 0x1234);
+  EXPECT_NE(r3[dns + 2] & 0x80, 0);
+  EXPECT_EQ(r3[dns + 3] & 0x0f, 5);
+  EXPECT_EQ(rd16(r3, dns + 4), 1);  // the question, copied
+  EXPECT_EQ(r3[dns + 12], 7);       // "blocked"
+  // 4. ICMP destination unreachable, communication administratively prohibited.
+  const Bytes& r4 = rep[3];
+  EXPECT_EQ(r4[14 + 9], 1);
+  EXPECT_EQ(rd32(r4, 14 + 16), 0x0a080001u);
+  EXPECT_EQ(r4[34], 3);
+  EXPECT_EQ(r4[35], 13);
+}
+
+// A flood of blocked packets cannot turn the gateway into an amplifier.
+TEST_F(Flows, RejectRepliesAreRateLimited) {
+  std::vector<Bytes> in;
+  for (int i = 0; i < 2000; ++i)
+    in.push_back(Packet().ipv4("10.8.0.1", "192.0.2.44").udp(static_cast<uint16_t>(1024 + i), 9999).payload("x").frame());
+  const auto s = replay(in, "dst 192.0.2.44\n", {"--action", "reject", "--reply", path("reply.pcap")});
+  EXPECT_EQ(s["dropped"], 2000);
+  const uint64_t sent = s["rejects"]["sent"];
+  EXPECT_GE(sent, 100u);   // the burst
+  EXPECT_LT(sent, 1000u);  // far from one reply per packet
+  EXPECT_EQ(sent + s["rejects"]["limited"].get<uint64_t>(), 2000u);
+  EXPECT_EQ(read_pcap(path("reply.pcap")).size(), sent);
+}
+
+// More new flows than the table holds: memory is the table's, evictions are
+// counted, and a blocked connection that keeps talking stays blocked.
+TEST_F(Flows, AFloodOfNewFlowsEvictsButKeepsJudgingLongFlows) {
+  const Conn k;
+  std::vector<Bytes> in = {k.c2s(0x02, 100, 0).frame(), k.s2c(0x12, 500, 101).frame(),
+                           k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame()};
+  std::vector<Bytes> want_drop = {in.back()};
+  for (int i = 0; i < 20000; ++i) {
+    const std::string src = "172.16." + std::to_string(i >> 8 & 255) + "." + std::to_string(i & 255);
+    in.push_back(Packet().ipv4(src, "10.9.0.1").tcp(static_cast<uint16_t>(2000 + i % 50000), 80, 0x02).frame());
+    if (i % 100 == 0) {
+      in.push_back(k.s2c(0x18, 501, 400).payload("more " + std::to_string(i)).frame());
+      want_drop.push_back(in.back());
+    }
+  }
+  const auto s = replay(in, "host blocked.example\n", {"--flows", "1024"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), want_drop);
+  EXPECT_GT(s["flows"]["evicted"].get<uint64_t>(), 15000u);
+  EXPECT_LE(s["flows"]["active"].get<uint64_t>(), 1024u);
+}
+
+}  // namespace
+}  // namespace cg::test
+
+int main(int argc, char** argv) { return cg::test::gateway_test_main(argc, argv); }
