@@ -2,7 +2,13 @@
 
 #include <rte_ethdev.h>
 
+#include <algorithm>
+
 namespace cg {
+namespace {
+// The symmetric RSS key (setup_port); rte_eth_dev_configure copies it.
+uint8_t rss_key_[64];
+}  // namespace
 
 std::string port_name(uint16_t port) {
   char name[RTE_ETH_NAME_MAX_LEN] = {};
@@ -31,6 +37,18 @@ bool setup_port(uint16_t port, const PortConfig& c, rte_mempool* pool, std::stri
     if (hf != 0) {
       conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
       conf.rx_adv_conf.rss_conf.rss_hf = hf;
+      // Symmetric RSS: both directions of a flow must reach the same queue,
+      // so the same worker and its flow table. A Toeplitz key made of the
+      // 16-bit pattern 0x6d5a repeated hashes (src, dst) and (dst, src)
+      // alike (Woo and Park, "Scalable TCP Session Monitoring with Symmetric
+      // Receive-side Scaling"), and every port gets the same key, so the
+      // two directions, which arrive on the paired ports, pick the same
+      // queue index given the same redirection table. The key is sized to
+      // what the device reports (40 bytes when it does not say).
+      const std::size_t klen = info.hash_key_size != 0 ? info.hash_key_size : 40;
+      for (std::size_t i = 0; i < klen && i < sizeof(rss_key_); ++i) rss_key_[i] = (i % 2) == 0 ? 0x6d : 0x5a;
+      conf.rx_adv_conf.rss_conf.rss_key = rss_key_;
+      conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(std::min<std::size_t>(klen, sizeof(rss_key_)));
     }
   }
   if (int rc = rte_eth_dev_configure(port, c.rx_queues, c.tx_queues, &conf); rc != 0) {
