@@ -3,11 +3,20 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <array>
 
 namespace cg {
 namespace {
-// The symmetric RSS key (setup_port); rte_eth_dev_configure copies it.
-uint8_t rss_key_[64];
+
+constexpr std::array<uint8_t, 64> symmetric_key() {
+  std::array<uint8_t, 64> k{};
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = (i % 2) == 0 ? 0x6d : 0x5a;
+  return k;
+}
+// The symmetric RSS key (setup_port). Not const: rss_conf takes a uint8_t*,
+// and the device keeps the pointer, so it lives as long as the program.
+std::array<uint8_t, 64> g_symmetric_rss_key = symmetric_key();
+
 }  // namespace
 
 std::string port_name(uint16_t port) {
@@ -46,9 +55,9 @@ bool setup_port(uint16_t port, const PortConfig& c, rte_mempool* pool, std::stri
       // queue index given the same redirection table. The key is sized to
       // what the device reports (40 bytes when it does not say).
       const std::size_t klen = info.hash_key_size != 0 ? info.hash_key_size : 40;
-      for (std::size_t i = 0; i < klen && i < sizeof(rss_key_); ++i) rss_key_[i] = (i % 2) == 0 ? 0x6d : 0x5a;
-      conf.rx_adv_conf.rss_conf.rss_key = rss_key_;
-      conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(std::min<std::size_t>(klen, sizeof(rss_key_)));
+      conf.rx_adv_conf.rss_conf.rss_key = g_symmetric_rss_key.data();
+      conf.rx_adv_conf.rss_conf.rss_key_len =
+          static_cast<uint8_t>(std::min<std::size_t>(klen, g_symmetric_rss_key.size()));
     }
   }
   if (int rc = rte_eth_dev_configure(port, c.rx_queues, c.tx_queues, &conf); rc != 0) {
