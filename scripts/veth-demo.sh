@@ -10,12 +10,16 @@
 # `make test`: it needs root and changes network namespaces.
 #
 #   scripts/veth-demo.sh [BUILD_DIR]        (default: build)
+#   CG_ACTION=reject scripts/veth-demo.sh   blocked clients get TCP resets at once
+#                                           instead of waiting for their timeout
 #
 # Exit status 0 when every step behaved as expected. README.md, "Running on
 # veth pairs (net_af_packet)", walks through the same commands.
 set -eu
 
 BUILD=${1:-build}
+ACTION=${CG_ACTION:-drop}
+case "$ACTION" in drop|reject) ;; *) echo "veth-demo: CG_ACTION must be drop or reject" >&2; exit 2 ;; esac
 GW=$BUILD/app/cuckoogate
 CTL=$BUILD/app/cuckoogatectl
 NS_C=cgdemo-client NS_G=cgdemo-gw NS_S=cgdemo-server
@@ -82,7 +86,7 @@ WEB_PID=$!
 step "cuckoogate run in $NS_G"
 SOCK=$TMP/cg.sock
 LAST_CPU=$(( $(nproc) - 1 ))
-ip netns exec $NS_G "$GW" run --ctl "$SOCK" -- --no-huge --no-pci --no-shconf -m 512 \
+ip netns exec $NS_G "$GW" run --ctl "$SOCK" --action "$ACTION" -- --no-huge --no-pci --no-shconf -m 512 \
   "--lcores=(0-1)@(0-$LAST_CPU)" --log-level=lib.eal:error \
   --vdev=net_af_packet0,iface=cgdemo-g0 --vdev=net_af_packet1,iface=cgdemo-g1 \
   > "$TMP/gw.out" 2> "$TMP/gw.err" &
@@ -99,7 +103,17 @@ expect "GET http://demo.example:$PORT/" 200 "$(get --resolve demo.example:$PORT:
 
 step "cuckoogatectl add host demo.example"
 "$CTL" -s "$SOCK" add host demo.example
+T0=$(date +%s%N)
 expect "GET http://demo.example:$PORT/" 000 "$(get --resolve demo.example:$PORT:$ADDR_S http://demo.example:$PORT/)"
+MS=$(( ($(date +%s%N) - T0) / 1000000 ))
+if [ "$ACTION" = reject ]; then
+  # The gateway resets the connection: curl fails at once, not after its 3 s.
+  if [ "$MS" -lt 1500 ]; then echo "  blocked GET failed after $MS ms (reset, as expected)"
+  else echo "  blocked GET took $MS ms: expected a reset well under 1.5 s"; FAILED=1; fi
+  in_ns $NS_C curl -sS -m 3 --resolve demo.example:$PORT:$ADDR_S http://demo.example:$PORT/ 2>&1 | sed 's/^/  curl: /' || true
+else
+  echo "  blocked GET gave up after $MS ms (silently dropped)"
+fi
 expect "GET http://$ADDR_S:$PORT/ (other host)" 200 "$(get http://$ADDR_S:$PORT/)"
 
 step "cuckoogatectl add dst $ADDR_S"
