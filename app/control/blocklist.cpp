@@ -169,6 +169,7 @@ bool Blocklist::insert_lookup(const Rule& r) {
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
     count_kind(r.kind, -1);
+    bump_generation();  // pure-filter flows blocked by the short-lived fingerprint are judged again
     return false;
   }
   bump_generation();

@@ -30,6 +30,7 @@ struct WorkerScratch {
   flow::FlowPacket fp[kBurst];
   flow::FlowResult fr[kBurst];
   RuleHit hit[kBurst];
+  bool by_rule[kBurst];           // drop[i] was dropped by a rule (not as malformed)
   uint64_t hashes[kMaxBurstKeys];
   uint16_t owner[kMaxBurstKeys];  // packet index of each key
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
@@ -44,9 +45,21 @@ void* flow_alloc(std::size_t size, std::size_t align, void* ctx) {
 }
 void flow_free(void* p, void*) { rte_free(p); }
 
-// FlowEntry::flags bit (a spare one of the flow table's): a packet of the
-// flow is being classified in this burst. Set in from_cache, cleared in step 3.
-constexpr uint8_t kJudging = 0x80;
+// FlowEntry::flags bits (spare ones of the flow table's; kFlowBlocked is 0x01).
+// kJudgingFwd/Rev: a packet of the flow in that direction is being
+// classified in this burst (set in from_cache, cleared in step 3). kPassFwd/kPassRev: "pass" was computed for
+// that direction at FlowEntry::generation — src/dst/flow/service rules read
+// a packet's direction, so each direction is judged once per generation.
+// kUncertain: the flow was first seen mid-stream (not by a bare SYN, or a
+// DNS answer first), so its initiator is a guess: payload is inspected both
+// ways. kTries (2 bits, 0x10 and 0x20): inconclusive payload packets
+// inspected so far.
+constexpr uint8_t kPassFwd = 0x02, kPassRev = 0x04, kUncertain = 0x08;
+constexpr uint8_t kTriesShift = 4, kTriesMask = 0x30, kMaxTries = 3;
+constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
+
+uint8_t pass_bit(flow::Dir d) { return d == flow::Dir::kForward ? kPassFwd : kPassRev; }
+uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd : kJudgingRev; }
 
 // Does this packet of a tracked flow need its application layer looked at?
 // Only what the initiator sends: the first flight of a TCP connection (a TLS
@@ -54,17 +67,29 @@ constexpr uint8_t kJudging = 0x80;
 // connection) and every DNS query. Answers, pure ACKs and the rest of a TLS
 // stream are judged by the flow's cached verdict.
 bool inspects(const flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
-  if (dir != flow::Dir::kForward || m.payload_len == 0) return false;
-  if (m.proto == kProtoTcp) return e.inspect != flow::Inspect::kDone;
-  return m.proto == kProtoUdp && m.dport == 53;
+  if (m.payload_len == 0) return false;
+  if (m.proto == kProtoUdp) return m.dport == 53;  // every DNS query, whoever the flow's first packet was
+  if (m.proto != kProtoTcp || e.inspect == flow::Inspect::kDone) return false;
+  return dir == flow::Dir::kForward || (e.flags & kUncertain) != 0;
 }
 
-// After classifying a forward payload packet: does the flow stay inspected?
-flow::Inspect next_inspect(const PacketMeta& m, const PacketKeys& k) {
-  if (m.proto == kProtoUdp) return flow::Inspect::kDns;
-  for (unsigned j = 0; j < k.n; ++j)
-    if (k.key[j].kind == RuleKind::kUrl) return flow::Inspect::kHttpRequest;  // keep-alive: more requests
-  return flow::Inspect::kDone;
+// After classifying a TCP payload packet the flow inspects: does it stay
+// inspected? A TLS ClientHello that named a host ends it; an HTTP request
+// (a Host, or a URL too long for any rule) keeps it for the next request on
+// the connection; anything else is inconclusive, and after kMaxTries such
+// packets the flow is done (a junk first segment does not end inspection).
+void next_inspect(flow::FlowEntry& e, const uint8_t* payload, const PacketKeys& k) {
+  bool host = false;
+  for (unsigned j = 0; j < k.n; ++j) host = host || k.key[j].kind == RuleKind::kHost;
+  if (host && payload[0] == 22) {
+    e.inspect = flow::Inspect::kDone;
+  } else if (host || k.url_too_long) {
+    e.inspect = flow::Inspect::kHttpRequest;
+  } else {
+    const auto tries = static_cast<uint8_t>(((e.flags & kTriesMask) >> kTriesShift) + 1);
+    if (tries >= kMaxTries) e.inspect = flow::Inspect::kDone;
+    e.flags = static_cast<uint8_t>((e.flags & ~kTriesMask) | (std::min<uint8_t>(tries, 3) << kTriesShift));
+  }
 }
 
 }  // namespace
@@ -95,8 +120,11 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     if (flows_ == nullptr) return false;
   }
   if (cfg.reject) {
-    const std::string name = "cg_reply_" + std::to_string(cfg.id);
-    reply_pool_ = rte_pktmbuf_pool_create(name.c_str(), 511, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    // Enough for two ports' tx rings full of replies not yet freed by their
+    // drivers, plus a burst's worth: replies never wait for a pool refill.
+    static std::atomic<unsigned> pools{0};  // unique names: several engines in one process (tests)
+    const std::string name = "cg_reply_" + std::to_string(pools.fetch_add(1, std::memory_order_relaxed));
+    reply_pool_ = rte_pktmbuf_pool_create(name.c_str(), 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
     if (reply_pool_ == nullptr) return false;
     bucket_ = new reject::TokenBucket(cfg.reject_rate, cfg.reject_burst, hz, rte_rdtsc());
   }
@@ -140,7 +168,18 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
     fp.tcp_flags = m.tcp_flags;
     s.flow[i] = static_cast<int16_t>(nf++);
   }
-  if (nf != 0) flows_->track_burst(s.fp, nf, now, s.fr);
+  if (nf == 0) return;
+  flows_->track_burst(s.fp, nf, now, s.fr);
+  for (uint16_t i = 0; i < n; ++i) {
+    if (s.flow[i] < 0) continue;
+    const flow::FlowResult& r = s.fr[s.flow[i]];
+    if (r.entry == nullptr || !r.created) continue;
+    // Its initiator is only known when a bare SYN opened it (or a DNS query).
+    const PacketMeta& m = s.meta[i];
+    const bool sure = m.proto == kProtoTcp ? (m.tcp_flags & 0x12) == 0x02
+                                           : !(m.proto == kProtoUdp && m.sport == 53);
+    if (!sure) r.entry->flags |= kUncertain;
+  }
 }
 
 // True if packet i is decided by its flow's state: s.hit[i] is then its
@@ -153,7 +192,7 @@ bool Worker::from_cache(uint16_t i, uint64_t gen) {
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
-  if ((e->flags & kJudging) != 0 && !inspects(*e, s.meta[i], r.dir)) {
+  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.meta[i], r.dir)) {
     s.hit[i] = {};
     return true;  // follows the earlier packet's verdict (step 3)
   }
@@ -163,17 +202,20 @@ bool Worker::from_cache(uint16_t i, uint64_t gen) {
     // release store before the generation bump; see Blocklist).
     if (e->generation == gen ||
         (cfg_.verify && cfg_.slot_removed_at[e->rule_slot].load(std::memory_order_acquire) < e->generation)) {
+      // Still its rule's: from now on compared at this generation (a later
+      // removal stores a value >= gen, so the check stays sound).
+      e->generation = gen;
       s.hit[i] = {e->rule_kind, e->rule_slot};
       return true;
     }
     e->set_verdict(flow::Verdict::kUnknown, 0);  // its rule went: judge the flow afresh
-    if (r.dir == flow::Dir::kForward) e->flags |= kJudging;
+    e->flags |= judging_bit(r.dir);
     return false;
   }
-  if (!e->verdict_current(gen) || inspects(*e, s.meta[i], r.dir)) {
-    // Later packets of this flow in this burst follow the verdict of this one
-    // if it is the initiator's (see step 3: only those are cached).
-    if (r.dir == flow::Dir::kForward) e->flags |= kJudging;
+  if (!e->verdict_current(gen) || (e->flags & pass_bit(r.dir)) == 0 || inspects(*e, s.meta[i], r.dir)) {
+    // Later packets of this flow and direction in this burst follow this
+    // one's verdict (step 3).
+    e->flags |= judging_bit(r.dir);
     return false;
   }
   s.hit[i] = {};
@@ -258,20 +300,24 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   for (uint16_t i = 0; i < n; ++i) {
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
-    if (e != nullptr) e->flags &= static_cast<uint8_t>(~kJudging);
+    if (e != nullptr) e->flags &= static_cast<uint8_t>(~(kJudgingFwd | kJudgingRev));
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};
       } else if (h.kind != 0) {
         e->set_verdict(cfg_.reject ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
                        /*block=*/true);
-      } else if (s.fr[s.flow[i]].dir == flow::Dir::kForward) {
-        // "Pass" is cached only from the initiator's packets: src/dst/flow/
-        // service rules read a packet's direction, and a flow is judged as
-        // its initiator sends (an answer that matches a rule blocks the flow
-        // above; one that matches none says nothing about the other way).
+      } else {
+        // "Pass" holds for the direction it was judged in, at this
+        // generation: an answer that matches no rule says nothing about the
+        // initiator's packets, nor the other way round.
+        const flow::Dir d = s.fr[s.flow[i]].dir;
+        if (!e->verdict_current(gen)) e->flags &= static_cast<uint8_t>(~(kPassFwd | kPassRev));
         e->set_verdict(flow::Verdict::kPass, gen);
-        if (s.meta[i].payload_len != 0) e->inspect = next_inspect(s.meta[i], s.keys[i]);
+        e->flags |= pass_bit(d);
+        const PacketMeta& m = s.meta[i];
+        if (m.proto == kProtoTcp && inspects(*e, m, d))
+          next_inspect(*e, rte_pktmbuf_mtod(pkts[i], const uint8_t*) + m.payload_off, s.keys[i]);
       }
     } else if (e != nullptr && e->blocked() && h.kind == 0) {
       h = {e->rule_kind, e->rule_slot};  // cached as passing, but blocked earlier in this burst
@@ -285,9 +331,11 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       bump(st.dropped_by_kind[h.kind]);
       if (cfg_.verify) bump(cfg_.rule_hits[h.slot]);  // single writer: this worker's own array
       flow_drops += !s.classify[i] || (e != nullptr && e->blocked() && s.hit[i].kind == 0);
+      s.by_rule[nd] = true;                      // a reject answers these, not malformed drops
       drop[nd++] = pkts[i];
     } else if (bad && cfg_.drop_malformed) {     // malformed, policy drop
       ++malformed_dropped;
+      s.by_rule[nd] = false;
       drop[nd++] = pkts[i];
     } else {                                     // pass by default
       pass[np++] = pkts[i];
@@ -325,13 +373,14 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
   const bool one_port = cfg_.reply_port >= 0;  // replay --reply: every reply, in packet order
   uint16_t nback = 0, non = 0, limited = 0, failed = 0;
   for (uint16_t i = 0; i < nd; ++i) {
+    if (!s_->by_rule[i]) continue;
     const rte_mbuf* m = drop[i];
     const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
     // A dry run first: frames that get no reply (ICMP errors, broadcasts, ...)
     // must not use up tokens.
     const reject::Result dry = reject::build(frame, rte_pktmbuf_data_len(m), {});
     if (dry.status == reject::Status::kNotApplicable) continue;
-    if (!bucket_->allow(now)) {
+    if (!bucket_->allow(now, dry.count)) {  // a TCP reset pair costs two
       ++limited;
       continue;
     }
@@ -342,9 +391,14 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
       buf[k] = {rte_pktmbuf_mtod(out[k], uint8_t*), rte_pktmbuf_tailroom(out[k])};
     const reject::Result r =
         ok ? reject::build(frame, rte_pktmbuf_data_len(m), {buf, dry.count}) : reject::Result{};
-    if (!ok || r.status != reject::Status::kBuilt) {
+    if (!ok || r.status != reject::Status::kBuilt || r.count != dry.count) {
       if (ok) rte_pktmbuf_free_bulk(out, dry.count);
       failed += dry.count;
+      continue;
+    }
+    if (cfg_.reply_port == kDiscardReplies) {  // replay without --reply: built, counted, not sent
+      rte_pktmbuf_free_bulk(out, dry.count);
+      bump(st.rejects_sent, dry.count);
       continue;
     }
     for (unsigned k = 0; k < r.count; ++k) {
@@ -399,7 +453,11 @@ void Worker::loop() {
         want = budget < kBurst ? static_cast<uint16_t>(budget) : kBurst;
       }
       const uint16_t n = rte_eth_rx_burst(q.rx_port, q.rx_queue, pkts, want);
-      if (n == 0) continue;
+      if (n == 0) {
+        // Idle: reclaim some expired flows so flows.active tracks live ones.
+        if (flows_ != nullptr) flows_->expire(rte_rdtsc(), 16);
+        continue;
+      }
       received += n;
       uint16_t nd = 0, nbad = 0, nbig = 0;
       const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig);

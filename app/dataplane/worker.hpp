@@ -23,6 +23,7 @@
 namespace cg {
 
 inline constexpr uint16_t kBurst = 32;  // packets per rx burst
+inline constexpr int kDiscardReplies = -2;  // WorkerConfig::reply_port
 
 // One rx queue a worker polls and the tx queue its passed packets go to.
 struct QueueLink {
@@ -57,7 +58,8 @@ struct WorkerConfig {
   bool reject = false;
   uint32_t reject_rate = 1000;   // replies per second per worker (token bucket)
   uint32_t reject_burst = 100;
-  int reply_port = -1;           // >= 0: every reply goes here, tx queue = id (replay --reply)
+  int reply_port = -1;           // >= 0: every reply goes here, tx queue = id (replay --reply);
+                                 // kDiscardReplies: built and counted, then freed (replay)
 };
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)

@@ -341,6 +341,7 @@ int replay(const ReplayOptions& o) {
         }
         if (!drop_q.empty()) engine.set_drop_port(drop_port);
         if (!reply_q.empty()) engine.set_reply_port(reply_port);
+        else engine.set_reply_port(kDiscardReplies);  // replies are discarded unless --reply
         CommandHandler handler(engine.blocklist(), [&](std::string& s) { engine.stats_text(s); },
                                [&](std::string& s) { engine.info_text(s); });
         std::unique_ptr<ControlServer> server;
@@ -349,12 +350,12 @@ int replay(const ReplayOptions& o) {
           if (!server) rc = fail(1, err);
         }
         if (rc == 0) {
-          engine.register_telemetry();
           std::signal(SIGINT, on_signal);
           std::signal(SIGTERM, on_signal);
           if (!engine.start(&err)) {
             rc = fail(1, err);
           } else {
+            engine.register_telemetry();  // after start(): it reads the workers' flow tables
             // Control loop: serve the socket until every input packet is handled.
             // A device that loses input (net_pcap drops a frame it cannot fit
             // in an mbuf) would leave rx short forever: no progress for 10 s

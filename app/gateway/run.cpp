@@ -174,12 +174,14 @@ int run_gateway(const RunOptions& o) {
           engine.add_link(q % workers, {b, q, a, q});
         }
       }
-      engine.register_telemetry();
       std::signal(SIGINT, on_stop_signal);
       std::signal(SIGTERM, on_stop_signal);
       if (!engine.start(&err)) {
         rc = fail(1, err);
       } else {
+        // After start(): telemetry's thread reads the workers (their flow
+        // tables), which start() creates.
+        engine.register_telemetry();
         std::printf("cuckoogate: %zu rules, %u workers, %zu port pairs, control socket %s\n",
                     engine.blocklist().size(), workers, pairs.size(), cfg.ctl.c_str());
         std::fflush(stdout);

@@ -84,19 +84,21 @@ TEST_F(Flows, ABlockedTlsFlowIsDroppedBothWaysFromTheClientHelloOn) {
 }
 
 TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
-  std::vector<Bytes> in;
+  std::vector<Bytes> in = {Packet().ipv4("10.8.0.1", "10.9.0.2").tcp(40000, 80, 0x02).seq_ack(99, 0).frame(),
+                           Packet().ipv4("10.9.0.2", "10.8.0.1").tcp(80, 40000, 0x12).seq_ack(499, 100).frame()};
   for (int i = 0; i < 50; ++i) {
     in.push_back(Packet().ipv4("10.8.0.1", "10.9.0.2").tcp(40000, 80, 0x10).seq_ack(100, 500).frame());
     in.push_back(Packet().ipv4("10.9.0.2", "10.8.0.1").tcp(80, 40000, 0x18).seq_ack(500, 100).payload("data").frame());
   }
   const auto s = replay(in, "dst 192.0.2.1\n");
-  EXPECT_EQ(s["passed"], 100);
+  EXPECT_EQ(s["passed"], 102);
   EXPECT_EQ(s["flows"]["created"], 1);
-  // Classified once: later packets of the flow in the same burst follow that
-  // verdict, later bursts take it from the cache (answers carry payload, but
-  // only what the initiator sends is inspected).
-  EXPECT_EQ(s["cache"]["misses"], 1);
-  EXPECT_EQ(s["cache"]["hits"], 99);
+  // Classified once each way (the SYN, the SYN-ACK): later packets of the
+  // same direction in the burst follow that verdict, later bursts take it
+  // from the cache (answers carry payload, but only what the initiator of a
+  // SYN-opened flow sends is inspected).
+  EXPECT_EQ(s["cache"]["misses"], 2);
+  EXPECT_EQ(s["cache"]["hits"], 100);
 }
 
 // A rule added mid-stream reaches a flow whose packets are all served from
@@ -224,6 +226,67 @@ TEST_F(Flows, AFloodOfNewFlowsEvictsButKeepsJudgingLongFlows) {
   EXPECT_EQ(read_pcap(path("drop.pcap")), want_drop);
   EXPECT_GT(s["flows"]["evicted"].get<uint64_t>(), 15000u);
   EXPECT_LE(s["flows"]["active"].get<uint64_t>(), 1024u);
+}
+
+// Ways around a verdict cache that a reviewer found, each now judged:
+TEST_F(Flows, TheCacheCannotBeSteeredPastARule) {
+  const Conn k;
+  auto hello = [&](const std::string& sni) {
+    return k.c2s(0x18, 101, 501).payload(tls_client_hello(sni)).frame();
+  };
+  // (a) The server's SYN-ACK is the first packet seen (the SYN's entry was
+  // evicted, or one spoofed packet came first): the client's ClientHello is
+  // still inspected.
+  {
+    const Bytes synack = k.s2c(0x12, 500, 101).frame();
+    const Bytes h = hello("blocked.example");
+    replay({synack, k.c2s(0x10, 101, 501).frame(), h}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), std::vector<Bytes>{h});
+  }
+  // (b) A rule that only the answer direction matches (src of the server)
+  // blocks the flow, although the client's SYN passed and was cached.
+  {
+    const Bytes syn = k.c2s(0x02, 100, 0).frame();
+    const Bytes synack = k.s2c(0x12, 500, 101).frame();
+    const Bytes ack = k.c2s(0x10, 101, 501).frame();
+    replay({syn, synack, ack}, "src 10.9.0.1\n");
+    EXPECT_EQ(read_pcap(path("pass.pcap")), std::vector<Bytes>{syn});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{synack, ack}));
+  }
+  // (c) A junk first segment does not end inspection: the ClientHello after it is judged.
+  {
+    const Bytes junk = k.c2s(0x18, 101, 501).payload("x").frame();
+    const Bytes h = hello("blocked.example");
+    replay({k.c2s(0x02, 100, 0).frame(), k.s2c(0x12, 500, 101).frame(), junk, h}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), std::vector<Bytes>{h});
+  }
+  // (d) HTTP keep-alive: a first request without a URL key (OPTIONS *) keeps
+  // the connection inspected; the blocked second request is caught.
+  {
+    const Bytes r1 = Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80)
+                         .payload("OPTIONS * HTTP/1.1\r\nHost: fine.example\r\n\r\n").frame();
+    const Bytes r2 = Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80)
+                         .payload("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n").frame();
+    replay({Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80, 0x02).frame(), r1, r2}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), std::vector<Bytes>{r2});
+  }
+}
+
+// Reject answers what a rule blocked, not what --malformed drop dropped; and
+// without --reply, replay discards the replies instead of writing them into
+// the passed traffic.
+TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
+  Bytes cut = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443).payload("abc").frame();
+  cut.resize(14 + 20 + 10);  // TCP header cut short: malformed, matches no rule
+  const Bytes blocked = Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(40001, 80, 0x02).frame();
+  auto s = replay({cut, blocked}, "dst 192.0.2.44\n",
+                  {"--action", "reject", "--malformed", "drop", "--reply", path("reply.pcap")});
+  EXPECT_EQ(s["dropped"], 2);
+  EXPECT_EQ(s["rejects"]["sent"], 2);  // the RST pair for the rule drop only
+  EXPECT_EQ(read_pcap(path("reply.pcap")).size(), 2u);
+  s = replay({blocked}, "dst 192.0.2.44\n", {"--action", "reject"});
+  EXPECT_EQ(s["rejects"]["sent"], 2);
+  EXPECT_TRUE(read_pcap(path("pass.pcap")).empty());  // no RST among the passed packets
 }
 
 }  // namespace
