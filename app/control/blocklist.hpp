@@ -113,9 +113,11 @@ class Blocklist {
   const GatewayFilter& filter() const noexcept { return *filter_; }
   const ExactSet& exact() const noexcept { return *exact_; }
   // Bit k set iff at least one rule of kind k is present. Workers skip the
-  // keys of absent kinds; the bit is set (release) before a rule's first
-  // fingerprint is inserted, so it is visible to any burst that starts after
-  // the rule is acknowledged.
+  // keys of absent kinds. The bit is stored before the rule's fingerprint is
+  // inserted and before the generation bump that follows; a worker reads the
+  // generation (acquire) first and the mask after it, so a burst that sees
+  // the rule's generation sees its bit (the release on the mask alone would
+  // not order the later filter stores on ARM; the generation does).
   const std::atomic<uint32_t>& kind_mask() const noexcept { return kind_mask_; }
   std::size_t capacity() const noexcept { return capacity_; }
 
