@@ -35,7 +35,7 @@
 #include "gateway/eal.hpp"
 #include "gateway/engine.hpp"
 #include "gateway/ports.hpp"
-#include "packet_builder.hpp"
+#include "gateway_inputs.hpp"
 #include "pcap_file.hpp"
 
 extern char** environ;
@@ -43,16 +43,7 @@ extern char** environ;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-std::string addr(uint32_t i) {  // 10.x.y.z from an index
-  return "10." + std::to_string((i >> 16) & 255) + "." + std::to_string((i >> 8) & 255) + "." +
-         std::to_string(i & 255);
-}
+using cg::bench::median;
 
 double measure_pps(cg::Engine& e, bool filtering, double seconds, std::string* err) {
   e.set_filtering(filtering);
@@ -91,20 +82,18 @@ int main(int argc, char** argv) {
   // 512 distinct flows of 64-byte TCP packets; none matches a loaded rule.
   constexpr uint32_t kFlows = 512;
   std::vector<cg::test::Bytes> frames;
-  for (uint32_t i = 0; i < kFlows; ++i) {
-    auto f = cg::test::Packet().ipv4("172.16." + std::to_string(i >> 8) + "." + std::to_string(i & 255),
-                                     "192.168.1.1").tcp(static_cast<uint16_t>(10000 + i), 80).frame();
-    f.resize(60, 0);  // 64 bytes on the wire with the FCS
-    frames.push_back(f);
-  }
+  for (uint32_t i = 0; i < kFlows; ++i)
+    frames.push_back(cg::bench::tcp64("172.16." + std::to_string(i >> 8) + "." + std::to_string(i & 255),
+                                      "192.168.1.1", static_cast<uint16_t>(10000 + i), 80));
   cg::test::write_pcap(dir + "/in.pcap", frames);
 
   std::string err;
   const std::vector<std::string> eal = {
       "--no-huge", "--no-pci", "--no-shconf", "-m", "2048", "--lcores=" + cg::float_lcores(2),
       "--file-prefix=" + cg::unique_file_prefix("gateway-bench"), "--log-level=lib.eal:error",
-      "--vdev=net_pcap_bench,rx_pcap=" + dir + "/in.pcap,tx_pcap=" + dir + "/rev.pcap,infinite_rx=1",
-      "--vdev=net_null_bench"};
+      // net_null with no-rx: the worker polls it as `run` does, but it feeds no
+      // generated packets into the pcap device (whose tx would write a file).
+      "--vdev=net_pcap_bench,rx_pcap=" + dir + "/in.pcap,infinite_rx=1", "--vdev=net_null_bench,no-rx=1"};
   if (!cg::init_eal("gateway_bench", eal, &err)) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
@@ -137,20 +126,7 @@ int main(int argc, char** argv) {
     std::vector<cg::Rule> rules;
     rules.reserve(nrules);
     {
-      std::string text;
-      for (uint32_t i = 0; i < nrules; ++i) {
-        const uint32_t j = i / 7;
-        switch (i % 7) {
-          case 0: text += "src " + addr(j); break;
-          case 1: text += "dst " + addr(j); break;
-          case 2: text += "ip " + addr(j); break;
-          case 3: text += "flow tcp " + addr(j) + ":1000 " + addr(j + 1) + ":80"; break;
-          case 4: text += "service tcp " + addr(j) + ":443"; break;
-          case 5: text += "host h" + std::to_string(j) + ".example.net"; break;
-          default: text += "url example.org/p/" + std::to_string(j); break;
-        }
-        text += "\n";
-      }
+      const std::string text = cg::bench::rule_mix(nrules);
       std::ofstream(dir + "/rules") << text;
       cg::RuleFileParse p = cg::parse_rules(text, false);
       rules = std::move(p.rules);
@@ -217,7 +193,7 @@ int main(int argc, char** argv) {
     }
     const double bulk_rate = ctl_load_s > 0 ? static_cast<double>(nrules) / ctl_load_s : 0;
 
-    std::printf("gateway_bench: 1 worker, %zu rules, 64-byte TCP from net_pcap(infinite_rx) to net_null\n", nrules);
+    std::printf("gateway_bench: 1 worker, %zu rules, 64-byte TCP from net_pcap(infinite_rx) to net_null(no-rx)\n", nrules);
     std::printf("  %-34s %12.3f Mpps (median of %d)\n", "filtering on", pps_on / 1e6, runs);
     std::printf("  %-34s %12.3f Mpps (median of %d)\n", "filtering off", pps_off / 1e6, runs);
     std::printf("  %-34s %12.3f (target >= 0.75)\n", "on / off", pps_off > 0 ? pps_on / pps_off : 0);
