@@ -11,6 +11,7 @@ PACKAGES=(
   ninja-build
   python3              # meson, pcap generator
   libdpdk-dev          # DPDK 22.11: EAL, ethdev, net_pcap/net_null PMDs, rte_hash, rcu, telemetry
+  dpdk-dev             # dpdk-testpmd: the io-forwarding baseline of the pipeline benchmark
   libpcap-dev          # reading/writing pcaps outside DPDK (tests, generator)
   libxxhash-dev        # XXH3 key hashing
   libgtest-dev         # unit and concurrency tests
