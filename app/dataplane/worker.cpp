@@ -438,6 +438,7 @@ void Worker::loop() {
   rte_rcu_qsbr_thread_online(cfg_.qsv, cfg_.id);
   // acquire: pairs with the control lcore's release store of `stop`.
   while (!cfg_.stop->load(std::memory_order_acquire)) {
+    bool busy = false;
     for (std::size_t li = 0; li < cfg_.links.size(); ++li) {
       const QueueLink& q = cfg_.links[li];
       uint16_t want = kBurst;
@@ -453,11 +454,8 @@ void Worker::loop() {
         want = budget < kBurst ? static_cast<uint16_t>(budget) : kBurst;
       }
       const uint16_t n = rte_eth_rx_burst(q.rx_port, q.rx_queue, pkts, want);
-      if (n == 0) {
-        // Idle: reclaim some expired flows so flows.active tracks live ones.
-        if (flows_ != nullptr) flows_->expire(rte_rdtsc(), 16);
-        continue;
-      }
+      if (n == 0) continue;
+      busy = true;
       received += n;
       uint16_t nd = 0, nbad = 0, nbig = 0;
       const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig);
@@ -493,6 +491,10 @@ void Worker::loop() {
       // release: orders the tx calls and counters above before it.
       st.rx.store(st.rx.load(std::memory_order_relaxed) + n, std::memory_order_release);
     }
+    // Idle (a whole pass over the links found nothing): reclaim some expired
+    // flows so flows.active tracks the live ones. Not on every empty queue:
+    // with one-way traffic that is every pass, and cost 9 % of forwarding.
+    if (!busy && flows_ != nullptr) flows_->expire(rte_rdtsc(), 16);
     // Nothing this worker read from the blocklist is held past this point.
     rte_rcu_qsbr_quiescent(cfg_.qsv, cfg_.id);
   }
