@@ -21,6 +21,12 @@ PACKAGES=(
   nlohmann-json3-dev   # JSON output (stats, benchmarks)
   clang                # libFuzzer targets
   libclang-rt-14-dev   # sanitizer/fuzzer runtimes for clang
+  spin                 # model checking the filter's lock-free protocol (suite 'model')
+  qemu-user            # running the AArch64 build of the libraries and their tests
+  g++-aarch64-linux-gnu  # cross compiler for that AArch64 build
+  redis-server         # the sync log that gateways share (tests start their own server)
+  libhiredis-dev       # Redis client library for the sync
+  libssl-dev           # QUIC Initial decryption (AES-GCM, HKDF)
 )
 
 missing=()
