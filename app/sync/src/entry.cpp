@@ -1,0 +1,204 @@
+#include "cuckoogate/sync/entry.hpp"
+
+#include <charconv>
+
+namespace cg::sync {
+namespace {
+
+constexpr std::string_view kOps[] = {"add", "del", "flush", "batch", "load"};
+
+bool number(std::string_view s, int64_t* v) {
+  if (s.empty() || s.size() > 19 || s.front() == '-' || s.front() == '+') return false;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && end == s.data() + s.size() && *v >= 0;
+}
+
+// A rule field: parse_rule accepts a trailing '#' comment, a stream entry
+// must hold a rule and nothing else, so a '#' or a line break is refused.
+bool rule_of(std::string_view text, Rule* out, std::string* err) {
+  if (text.find_first_of("#\n\r") != std::string_view::npos) {
+    *err = "rule text holds '#' or a line break";
+    return false;
+  }
+  RuleParse p = parse_rule(text);
+  if (!p.rule) {
+    *err = "rule: " + p.error.message();
+    return false;
+  }
+  *out = std::move(*p.rule);
+  return true;
+}
+
+void encode_line(const EntryChange& c, std::string* out) {
+  if (c.del) {
+    *out += "del ";
+  } else {
+    *out += "add ";
+    *out += std::to_string(c.expiry_unix_ms);
+    *out += ' ';
+  }
+  *out += format_rule(c.rule);
+  *out += '\n';
+}
+
+// One change line; adds_only for `load`.
+bool decode_line(std::string_view line, bool adds_only, EntryChange* c, std::string* err) {
+  const std::size_t sp = line.find(' ');
+  const std::string_view verb = line.substr(0, sp);
+  std::string_view rest = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  if (verb == "del" && !adds_only) {
+    c->del = true;
+    return rule_of(rest, &c->rule, err);
+  }
+  if (verb != "add") {
+    *err = adds_only ? "a load line is not 'add EXPIRY RULE'" : "a change line is not 'add EXPIRY RULE' or 'del RULE'";
+    return false;
+  }
+  const std::size_t sp2 = rest.find(' ');
+  if (sp2 == std::string_view::npos || !number(rest.substr(0, sp2), &c->expiry_unix_ms)) {
+    *err = "add line without a valid expiry (Unix ms, 0 = none)";
+    return false;
+  }
+  c->del = false;
+  return rule_of(rest.substr(sp2 + 1), &c->rule, err);
+}
+
+// Decodes '\n'-separated change lines into *out; false and *err (naming the
+// line, counted from first_line) on the first that does not decode.
+bool decode_lines(std::string_view text, bool adds_only, std::size_t first_line, std::vector<EntryChange>* out,
+                  std::string* err) {
+  for (std::size_t line_no = first_line; !text.empty(); ++line_no) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    EntryChange c;
+    std::string why;
+    if (!decode_line(line, adds_only, &c, &why)) {
+      *err = "line " + std::to_string(line_no) + ": " + why;
+      return false;
+    }
+    out->push_back(std::move(c));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view op_name(EntryOp op) noexcept {
+  const auto i = static_cast<std::size_t>(op);
+  return i < std::size(kOps) ? kOps[i] : std::string_view{};
+}
+
+Fields encode_entry(const Entry& e) {
+  Fields f;
+  f.emplace_back("op", std::string(op_name(e.op)));
+  switch (e.op) {
+    case EntryOp::kAdd:
+    case EntryOp::kDel:
+      f.emplace_back("rule", format_rule(e.changes.at(0).rule));
+      if (e.op == EntryOp::kAdd && e.changes[0].expiry_unix_ms != 0)
+        f.emplace_back("ttl", std::to_string(e.changes[0].expiry_unix_ms));
+      break;
+    case EntryOp::kFlush:
+      if (e.kind) f.emplace_back("kind", std::string(kind_name(*e.kind)));
+      break;
+    case EntryOp::kBatch:
+    case EntryOp::kLoad: {
+      std::string lines;
+      for (const EntryChange& c : e.changes) encode_line(c, &lines);
+      f.emplace_back("changes", std::move(lines));
+      break;
+    }
+  }
+  if (!e.origin.empty()) f.emplace_back("origin", e.origin);
+  return f;
+}
+
+EntryDecode decode_entry(const Fields& fields) {
+  const std::string_view* op = nullptr;
+  const std::string_view* rule = nullptr;
+  const std::string_view* ttl = nullptr;
+  const std::string_view* kind = nullptr;
+  const std::string_view* changes = nullptr;
+  const std::string_view* origin = nullptr;
+  std::vector<std::string_view> views;
+  views.reserve(fields.size());
+  for (const auto& [k, v] : fields) views.emplace_back(v);
+  auto fail = [](std::string why) { return EntryDecode{std::nullopt, std::move(why)}; };
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const std::string& k = fields[i].first;
+    const std::string_view** slot = k == "op"        ? &op
+                                    : k == "rule"    ? &rule
+                                    : k == "ttl"     ? &ttl
+                                    : k == "kind"    ? &kind
+                                    : k == "changes" ? &changes
+                                    : k == "origin"  ? &origin
+                                                     : nullptr;
+    if (slot == nullptr) continue;  // a field of a newer writer
+    if (*slot != nullptr) return fail("field '" + k + "' given twice");
+    *slot = &views[i];
+  }
+  if (op == nullptr) return fail("no 'op' field");
+  Entry e;
+  std::size_t which = std::size(kOps);
+  for (std::size_t i = 0; i < std::size(kOps); ++i)
+    if (*op == kOps[i]) which = i;
+  if (which == std::size(kOps)) return fail("unknown op '" + std::string(op->substr(0, 32)) + "'");
+  e.op = static_cast<EntryOp>(which);
+  if (origin != nullptr) e.origin.assign(origin->substr(0, 128));
+  const bool single = e.op == EntryOp::kAdd || e.op == EntryOp::kDel;
+  const bool multi = e.op == EntryOp::kBatch || e.op == EntryOp::kLoad;
+  if ((rule != nullptr) != single) return fail(single ? "no 'rule' field" : "'rule' field on a " + std::string(*op));
+  if ((changes != nullptr) != multi) return fail(multi ? "no 'changes' field" : "'changes' field on a " + std::string(*op));
+  if (ttl != nullptr && e.op != EntryOp::kAdd) return fail("'ttl' field on a " + std::string(*op));
+  if (kind != nullptr && e.op != EntryOp::kFlush) return fail("'kind' field on a " + std::string(*op));
+  std::string err;
+  if (single) {
+    EntryChange c;
+    c.del = e.op == EntryOp::kDel;
+    if (!rule_of(*rule, &c.rule, &err)) return fail(err);
+    if (ttl != nullptr && (!number(*ttl, &c.expiry_unix_ms) || c.expiry_unix_ms == 0))
+      return fail("ttl '" + std::string(ttl->substr(0, 32)) + "' is not an expiry time in Unix ms");
+    e.changes.push_back(std::move(c));
+  } else if (multi) {
+    if (changes->size() > kMaxChangesBytes) return fail("'changes' longer than the limit");
+    if (!decode_lines(*changes, e.op == EntryOp::kLoad, 1, &e.changes, &err)) return fail("changes " + err);
+    if (e.changes.empty()) return fail("'changes' holds no change");
+  } else if (kind != nullptr) {
+    e.kind = kind_from_name(*kind);
+    if (!e.kind) return fail("flush of an unknown kind '" + std::string(kind->substr(0, 32)) + "'");
+  }
+  return {std::move(e), {}};
+}
+
+constexpr std::string_view kSnapshotMagic = "cuckoogate-snapshot 1 ";
+
+std::string encode_snapshot(const std::vector<EntryChange>& rules, const std::string& at) {
+  std::string out(kSnapshotMagic);
+  out += at;
+  out += '\n';
+  for (const EntryChange& c : rules) encode_line(c, &out);
+  return out;
+}
+
+bool decode_snapshot(std::string_view text, std::vector<EntryChange>* rules, std::string* at, std::string* err) {
+  rules->clear();
+  if (text.substr(0, kSnapshotMagic.size()) != kSnapshotMagic) {
+    *err = "not a cuckoogate snapshot (version 1)";
+    return false;
+  }
+  text.remove_prefix(kSnapshotMagic.size());
+  const std::size_t nl = text.find('\n');
+  if (nl == std::string_view::npos || nl == 0) {
+    *err = "snapshot header has no stream id";
+    return false;
+  }
+  at->assign(text.substr(0, nl));
+  if (!decode_lines(text.substr(nl + 1), /*adds_only=*/true, 2, rules, err)) {
+    *err = "snapshot " + *err;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cg::sync

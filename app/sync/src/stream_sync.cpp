@@ -1,0 +1,350 @@
+#include "cuckoogate/sync/stream_sync.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace cg::sync {
+namespace {
+
+// Fields of one stream entry ([id, [f1, v1, f2, v2, ...]]); false if the
+// entry is not shaped like one (then it is skipped as garbage).
+bool entry_fields(const redisReply* e, Fields* f) {
+  const redisReply* kv = reply_at(e, 1);
+  f->clear();
+  if (kv == nullptr || reply_size(kv) % 2 != 0) return false;
+  for (std::size_t i = 0; i + 1 < reply_size(kv); i += 2)
+    f->emplace_back(std::string(reply_str(reply_at(kv, i))), std::string(reply_str(reply_at(kv, i + 1))));
+  return true;
+}
+
+// A field of a flat XINFO-style [name, value, ...] reply.
+const redisReply* info_field(const redisReply* r, std::string_view name) {
+  for (std::size_t i = 0; i + 1 < reply_size(r); i += 2)
+    if (reply_str(reply_at(r, i)) == name) return reply_at(r, i + 1);
+  return nullptr;
+}
+
+}  // namespace
+
+StreamSync::StreamSync(SyncOptions o, Applier& a, StreamId start)
+    : o_(std::move(o)), a_(a), backoff_(o_.backoff_min) {
+  stats_.last_applied = start;
+}
+
+StreamSync::~StreamSync() = default;
+
+int StreamSync::fd() const noexcept { return follow_ ? follow_->fd() : -1; }
+
+void StreamSync::disconnect(const std::string& why) {
+  if (pub_ || follow_) ++stats_.reconnects;
+  pub_.reset();
+  follow_.reset();
+  stats_.connected = false;
+  stats_.last_error = why;
+  next_connect_ = Clock::now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, o_.backoff_max);
+}
+
+bool StreamSync::connect(std::string* err) {
+  pub_ = RedisConn::connect(o_.url, o_.io_timeout, err);
+  if (pub_) follow_ = RedisConn::connect(o_.url, o_.io_timeout, err);
+  if (!pub_ || !follow_) return false;
+  if (!rebuild_if_trimmed(err) || !catch_up(nullptr, err) || !send_follow(err)) return false;
+  stats_.connected = true;
+  backoff_ = o_.backoff_min;
+  next_lag_ = Clock::now();
+  return true;
+}
+
+int StreamSync::tick() {
+  if (local_failed_) return 1000;
+  const auto now = Clock::now();
+  if (!pub_) {
+    if (now < next_connect_)
+      return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next_connect_ - now).count());
+    std::string err;
+    if (!connect(&err)) {
+      disconnect(err);
+      return static_cast<int>(backoff_.count());
+    }
+  }
+  if (o_.snapshot_every.count() > 0 && now >= next_snapshot_) {
+    next_snapshot_ = now + o_.snapshot_every;
+    std::string err;
+    if (!write_snapshot(&err)) {
+      if (pub_ && pub_->broken()) {
+        disconnect(err);
+        return static_cast<int>(backoff_.count());
+      }
+      stats_.last_error = err;
+    }
+  }
+  if (now >= next_lag_) {
+    next_lag_ = now + o_.lag_every;
+    refresh_lag();
+  }
+  return 1000;
+}
+
+bool StreamSync::send_follow(std::string* err) {
+  const std::string block = std::to_string(o_.block.count());
+  const std::string count = std::to_string(o_.read_count);
+  const std::string from = stats_.last_applied.str();
+  return follow_->send({"XREAD", "COUNT", count, "BLOCK", block, "STREAMS", o_.stream, from}, err);
+}
+
+void StreamSync::on_readable() {
+  if (!follow_) return;
+  ReplyPtr r;
+  std::string err;
+  if (!follow_->read_ready(&r, &err)) {
+    disconnect(err);
+    return;
+  }
+  if (!r) return;  // partial reply: more to come
+  if (reply_is_error(r.get())) {
+    disconnect("XREAD: " + std::string(reply_str(r.get())));
+    return;
+  }
+  std::size_t n = 0;
+  if (!apply_reply(r.get(), &n, &err) || !send_follow(&err)) disconnect(err);
+}
+
+// [[stream, [[id, fields], ...]]] (nil when XREAD found nothing).
+bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* err) {
+  *n = 0;
+  if (reply_is_nil(r)) return true;
+  const redisReply* entries = reply_at(reply_at(r, 0), 1);
+  const std::size_t count = reply_size(entries);
+  *n = count;
+  std::vector<Entry> decoded;
+  std::vector<Received> batch;
+  decoded.reserve(count);
+  batch.reserve(count);
+  std::vector<bool> ok;
+  ok.reserve(count);
+  Fields f;
+  for (std::size_t i = 0; i < count; ++i) {
+    const redisReply* e = reply_at(entries, i);
+    const std::optional<StreamId> id = StreamId::parse(reply_str(reply_at(e, 0)));
+    if (!id) {
+      *err = "XREAD: an entry without a stream id";
+      return false;
+    }
+    if (*id <= stats_.last_applied) continue;  // applied already (read by the other connection)
+    EntryDecode d;
+    if (entry_fields(e, &f)) d = decode_entry(f);
+    if (!d.entry && d.error.empty()) d.error = "entry is not [id, fields]";
+    batch.push_back({*id, nullptr});
+    ok.push_back(d.entry.has_value());
+    if (d.entry) {
+      decoded.push_back(std::move(*d.entry));
+    } else {
+      ++stats_.garbage;
+      stats_.last_error = "entry " + id->str() + " skipped: " + d.error;
+    }
+  }
+  if (batch.empty()) return true;
+  for (std::size_t i = 0, k = 0; i < batch.size(); ++i)
+    if (ok[i]) batch[i].entry = &decoded[k++];
+  if (!a_.apply(batch, err)) {
+    local_failed_ = true;
+    *err = "the local state could not be written, sync stopped: " + *err;
+    return false;
+  }
+  stats_.applied += batch.size();
+  stats_.last_applied = batch.back().id;
+  return true;
+}
+
+bool StreamSync::catch_up(const StreamId* target, std::string* err) {
+  const std::string count = std::to_string(o_.read_count);
+  while (target == nullptr || stats_.last_applied < *target) {
+    ReplyPtr r = pub_->command({"XREAD", "COUNT", count, "STREAMS", o_.stream, stats_.last_applied.str()}, err);
+    if (!r) return false;
+    if (reply_is_error(r.get())) {
+      *err = "XREAD: " + std::string(reply_str(r.get()));
+      return false;
+    }
+    std::size_t n = 0;
+    if (!apply_reply(r.get(), &n, err)) return false;
+    if (n == 0) {
+      if (target == nullptr) return true;
+      *err = "XREAD: the stream ends before " + target->str() + " (trimmed or deleted meanwhile?)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool StreamSync::rebuild_if_trimmed(std::string* err) {
+  // A new gateway (last applied 0-0) reads the stream from its first entry,
+  // or from the snapshot first if entries were trimmed already.
+  ReplyPtr info = pub_->command({"XINFO", "STREAM", o_.stream}, err);
+  if (!info) return false;
+  if (reply_is_error(info.get())) return true;  // no stream yet: nothing was trimmed
+  // Were entries after ours removed? XDEL records the largest deleted ID;
+  // XTRIM only moves the first entry, so an entry count larger than the
+  // length with a first entry past ours means some of what we need may be
+  // gone (or only what we had applied: Redis cannot tell, so the snapshot
+  // decides). Trim with MINID at or below the snapshot's ID (docs/sync.md).
+  const StreamId last = stats_.last_applied;
+  const auto max_deleted = StreamId::parse(reply_str(info_field(info.get(), "max-deleted-entry-id")));
+  const auto first = StreamId::parse(reply_str(info_field(info.get(), "recorded-first-entry-id")));
+  const auto last_gen = StreamId::parse(reply_str(info_field(info.get(), "last-generated-id")));
+  const long long length = reply_int(info_field(info.get(), "length"));
+  const long long added = reply_int(info_field(info.get(), "entries-added"));
+  if (!max_deleted || !first || !last_gen) {
+    *err = "XINFO STREAM: no max-deleted-entry-id / recorded-first-entry-id (Redis 7 or newer needed)";
+    return false;
+  }
+  const bool trimmed = added > length && (length == 0 ? *last_gen > last : *first > last);
+  if (*max_deleted <= last && !trimmed) return true;
+  ReplyPtr snap = pub_->command({"GET", o_.snapshot_key()}, err);
+  if (!snap) return false;
+  std::vector<EntryChange> rules;
+  std::string at_text, why;
+  std::optional<StreamId> at;
+  if (reply_str(snap.get()).empty()) {
+    why = "no snapshot in " + o_.snapshot_key();
+  } else if (!decode_snapshot(reply_str(snap.get()), &rules, &at_text, &why)) {
+  } else if (!(at = StreamId::parse(at_text))) {
+    why = "snapshot stream id '" + at_text + "' does not parse";
+  } else if (*at < last || *at < *max_deleted) {
+    why = "the snapshot (" + at->str() + ") is older than what this gateway needs";
+  }
+  if (!why.empty()) {
+    // Carry on from what the stream still has, and say so loudly.
+    ++stats_.gaps;
+    stats_.last_error = "entries after " + last.str() + " were trimmed and " + why +
+                        ": the rule set may miss changes";
+    return true;
+  }
+  if (*at == last) return true;
+  if (!a_.replace_all(rules, *at, err)) {
+    local_failed_ = true;
+    return false;
+  }
+  stats_.last_applied = *at;
+  ++stats_.snapshot_rebuilds;
+  return true;
+}
+
+bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err) {
+  ids->clear();
+  if (local_failed_) {
+    *err = "sync stopped after a local journal failure: " + stats_.last_error;
+    return false;
+  }
+  if (!pub_) {
+    *err = "redis unavailable (" + stats_.last_error + ")";
+    ++stats_.publish_failures;
+    return false;
+  }
+  for (const Entry& e : entries) {
+    Fields f = encode_entry(e);
+    if (!o_.gateway_id.empty() && e.origin.empty()) f.emplace_back("origin", o_.gateway_id);
+    std::vector<std::string_view> args{"XADD", o_.stream, "*"};
+    for (const auto& [k, v] : f) {
+      args.emplace_back(k);
+      args.emplace_back(v);
+    }
+    pub_->append(args);
+  }
+  const std::string wait_ms = std::to_string(o_.io_timeout.count());
+  const std::string replicas = std::to_string(o_.wait_replicas);
+  if (o_.wait_replicas > 0) pub_->append({"WAIT", replicas, wait_ms});
+  bool ok = true;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    ReplyPtr r = pub_->reply(err);
+    if (!r) {
+      ok = false;
+      break;
+    }
+    const std::optional<StreamId> id = StreamId::parse(reply_str(r.get()));
+    if (reply_is_error(r.get()) || !id) {
+      *err = "XADD refused: " + std::string(reply_str(r.get()));
+      ok = false;  // keep reading the pipelined replies
+      continue;
+    }
+    ids->push_back(*id);
+  }
+  if (ok && o_.wait_replicas > 0) {
+    ReplyPtr r = pub_->reply(err);
+    if (!r) ok = false;
+    else if (reply_int(r.get()) < o_.wait_replicas) {
+      *err = "WAIT: " + std::to_string(reply_int(r.get())) + " of " + replicas + " replicas acknowledged in time";
+      ok = false;
+    }
+  }
+  if (ok && !ids->empty()) ok = catch_up(&ids->back(), err);
+  if (!ok) {
+    ++stats_.publish_failures;
+    if (pub_ && pub_->broken()) disconnect(*err);
+    return false;
+  }
+  stats_.published += entries.size();
+  return true;
+}
+
+bool StreamSync::write_snapshot(std::string* err) {
+  if (!pub_) {
+    *err = "redis unavailable";
+    return false;
+  }
+  // The lease: one writer at a time; the holder renews it.
+  const std::string ms = std::to_string(std::max<int64_t>(o_.snapshot_every.count() * 3, 1000));
+  ReplyPtr r = pub_->command({"SET", o_.lease_key(), o_.gateway_id, "NX", "PX", ms}, err);
+  if (!r) return false;
+  if (reply_is_nil(r.get())) {
+    ReplyPtr holder = pub_->command({"GET", o_.lease_key()}, err);
+    if (!holder) return false;
+    if (reply_str(holder.get()) != o_.gateway_id) return true;  // another gateway writes them
+    if (!pub_->command({"PEXPIRE", o_.lease_key(), ms}, err)) return false;
+  }
+  // Up to date first, so the snapshot is the state at a stream ID.
+  if (!catch_up(nullptr, err)) return false;
+  std::vector<EntryChange> rules;
+  a_.dump(&rules);
+  const std::string body = encode_snapshot(rules, stats_.last_applied.str());
+  r = pub_->command({"SET", o_.snapshot_key(), body}, err);
+  if (!r) return false;
+  if (reply_is_error(r.get())) {
+    *err = "SET snapshot: " + std::string(reply_str(r.get()));
+    return false;
+  }
+  ++stats_.snapshots_written;
+  return true;
+}
+
+void StreamSync::refresh_lag() {
+  std::string err;
+  ReplyPtr info = pub_->command({"XINFO", "STREAM", o_.stream}, &err);
+  if (!info) {
+    disconnect(err);
+    return;
+  }
+  if (reply_is_error(info.get())) {
+    stats_.lag_entries = 0;
+    stats_.lag_ms = 0;
+    return;
+  }
+  const auto last = StreamId::parse(reply_str(info_field(info.get(), "last-generated-id")));
+  if (!last) return;
+  stats_.last_seen = *last;
+  if (*last <= stats_.last_applied) {
+    stats_.lag_entries = 0;
+    stats_.lag_ms = 0;
+    return;
+  }
+  stats_.lag_ms = static_cast<int64_t>(last->ms) - static_cast<int64_t>(stats_.last_applied.ms);
+  ReplyPtr range = pub_->command({"XRANGE", o_.stream, "(" + stats_.last_applied.str(), "+", "COUNT",
+                                  std::to_string(kLagCap)}, &err);
+  if (!range) {
+    disconnect(err);
+    return;
+  }
+  stats_.lag_entries = reply_size(range.get());
+}
+
+}  // namespace cg::sync

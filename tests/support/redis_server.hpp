@@ -1,0 +1,92 @@
+// A private redis-server for a test: Unix socket in the test's directory, no
+// TCP (--port 0), AOF on (so a restart keeps what was acknowledged), killed
+// when the object goes away. Needs redis-server (scripts/install-deps.sh).
+#pragma once
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace cg::test {
+
+class RedisServer {
+ public:
+  // dir: an existing private directory (socket, AOF, log).
+  explicit RedisServer(std::string dir) : dir_(std::move(dir)) { start(); }
+  ~RedisServer() { stop(SIGKILL); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  std::string socket() const { return dir_ + "/redis.sock"; }
+  std::string url() const { return "unix://" + socket(); }
+
+  void start() {
+    if (pid_ > 0) return;
+    std::vector<std::string> argv = {"redis-server", "--port", "0", "--unixsocket", socket(),
+                                     "--unixsocketperm", "700", "--dir", dir_, "--appendonly", "yes",
+                                     "--appendfsync", "always", "--save", "", "--logfile",
+                                     dir_ + "/redis.log", "--daemonize", "no"};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    if (posix_spawnp(&pid_, "redis-server", nullptr, nullptr, args.data(), environ) != 0)
+      throw std::runtime_error("cannot start redis-server (scripts/install-deps.sh installs it)");
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!answers()) {
+      if (std::chrono::steady_clock::now() > end) throw std::runtime_error("redis-server did not come up");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // SIGKILL: a crash (what AOF with fsync always keeps is what was acknowledged).
+  void stop(int sig = SIGKILL) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    ::unlink(socket().c_str());
+  }
+  // redis-cli against this server: its stdout.
+  std::string cli(const std::vector<std::string>& cmd) const {
+    std::string line = "redis-cli -s '" + socket() + "'";
+    for (const auto& c : cmd) {
+      line += " '";
+      for (char ch : c) line += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      line += "'";
+    }
+    std::string out;
+    if (FILE* p = ::popen(line.c_str(), "r")) {
+      char buf[4096];
+      std::size_t n;
+      while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+      ::pclose(p);
+    }
+    return out;
+  }
+
+ private:
+  bool answers() const {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket().c_str(), sizeof(a.sun_path) - 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    return ok;
+  }
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace cg::test

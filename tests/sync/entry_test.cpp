@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include "cuckoogate/sync/entry.hpp"
+
+namespace cg::sync {
+namespace {
+
+Rule rule(std::string_view text) {
+  RuleParse p = parse_rule(text);
+  EXPECT_TRUE(p.rule) << text;
+  return *p.rule;
+}
+
+std::string garbage(const Fields& f) {
+  EntryDecode d = decode_entry(f);
+  EXPECT_FALSE(d.entry);
+  EXPECT_FALSE(d.error.empty());
+  return d.error;
+}
+
+TEST(Entry, AddWithExpiryRoundTrips) {
+  Entry e;
+  e.op = EntryOp::kAdd;
+  e.changes.push_back({false, rule("host X.Example."), 1700000000123});
+  e.origin = "gw-a";
+  const Fields f = encode_entry(e);
+  EXPECT_EQ(f, (Fields{{"op", "add"}, {"rule", "host x.example"}, {"ttl", "1700000000123"}, {"origin", "gw-a"}}));
+  EntryDecode d = decode_entry(f);
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(d.entry->op, EntryOp::kAdd);
+  ASSERT_EQ(d.entry->changes.size(), 1u);
+  EXPECT_EQ(format_rule(d.entry->changes[0].rule), "host x.example");
+  EXPECT_EQ(d.entry->changes[0].expiry_unix_ms, 1700000000123);
+  EXPECT_EQ(d.entry->origin, "gw-a");
+}
+
+TEST(Entry, WhatRedisCliWritesIsCanonicalised) {
+  // redis-cli XADD cuckoogate:rules '*' op add rule 'host WWW.Example.com'
+  EntryDecode d = decode_entry({{"op", "add"}, {"rule", "host WWW.Example.com"}, {"note", "by hand"}});
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(format_rule(d.entry->changes[0].rule), "host www.example.com");
+  EXPECT_EQ(d.entry->changes[0].expiry_unix_ms, 0);
+  EXPECT_TRUE(d.entry->origin.empty());
+}
+
+TEST(Entry, FlushOfAKindAndOfAll) {
+  EntryDecode all = decode_entry({{"op", "flush"}});
+  ASSERT_TRUE(all.entry);
+  EXPECT_FALSE(all.entry->kind);
+  Entry e;
+  e.op = EntryOp::kFlush;
+  e.kind = RuleKind::kHost;
+  EntryDecode d = decode_entry(encode_entry(e));
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(d.entry->kind, RuleKind::kHost);
+}
+
+TEST(Entry, BatchAndLoadRoundTrip) {
+  Entry e;
+  e.op = EntryOp::kBatch;
+  e.changes.push_back({false, rule("ip 10.0.0.1"), 0});
+  e.changes.push_back({true, rule("host a.example"), 0});
+  e.changes.push_back({false, rule("url example.com/x?y=1"), 99});
+  EntryDecode d = decode_entry(encode_entry(e));
+  ASSERT_TRUE(d.entry) << d.error;
+  ASSERT_EQ(d.entry->changes.size(), 3u);
+  EXPECT_FALSE(d.entry->changes[0].del);
+  EXPECT_TRUE(d.entry->changes[1].del);
+  EXPECT_EQ(d.entry->changes[2].expiry_unix_ms, 99);
+  EXPECT_EQ(format_rule(d.entry->changes[2].rule), format_rule(rule("url example.com/x?y=1")));
+  e.op = EntryOp::kLoad;
+  garbage(encode_entry(e));  // a load holds adds only
+  e.changes.erase(e.changes.begin() + 1);
+  d = decode_entry(encode_entry(e));
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(d.entry->changes.size(), 2u);
+}
+
+TEST(Entry, GarbageIsRejectedWhole) {
+  garbage({});
+  garbage({{"rule", "host a.example"}});
+  garbage({{"op", "ad"}, {"rule", "host a.example"}});
+  garbage({{"op", "add"}});
+  garbage({{"op", "add"}, {"rule", "host"}});
+  garbage({{"op", "add"}, {"rule", "host a.example # comment"}});
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"rule", "host b.example"}});
+  garbage({{"op", "add"}, {"op", "del"}, {"rule", "host a.example"}});
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"ttl", "-5"}});
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"ttl", "0"}});
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"ttl", "12s"}});
+  garbage({{"op", "del"}, {"rule", "host a.example"}, {"ttl", "5"}});
+  garbage({{"op", "flush"}, {"kind", "hosts"}});
+  garbage({{"op", "flush"}, {"rule", "host a.example"}});
+  garbage({{"op", "batch"}, {"changes", ""}});
+  garbage({{"op", "batch"}, {"changes", "add host a.example\n"}});       // no expiry
+  garbage({{"op", "batch"}, {"changes", "add 0 host a.example\nput 0 ip 1.2.3.4"}});
+  garbage({{"op", "batch"}, {"changes", "add 0 host a.example\n\n"}});  // empty line
+  garbage({{"op", "batch"}, {"rule", "host a.example"}, {"changes", "add 0 host a.example"}});
+}
+
+TEST(Snapshot, RoundTripsAndRefusesDamage) {
+  std::vector<EntryChange> rules = {{false, rule("ip 10.0.0.1"), 0}, {false, rule("host b.example"), 5}};
+  const std::string s = encode_snapshot(rules, "12-3");
+  std::vector<EntryChange> back;
+  std::string at, err;
+  ASSERT_TRUE(decode_snapshot(s, &back, &at, &err)) << err;
+  EXPECT_EQ(at, "12-3");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(format_rule(back[1].rule), "host b.example");
+  EXPECT_EQ(back[1].expiry_unix_ms, 5);
+  EXPECT_TRUE(decode_snapshot(encode_snapshot({}, "1-0"), &back, &at, &err));
+  EXPECT_TRUE(back.empty());
+  EXPECT_FALSE(decode_snapshot("cuckoogate-snapshot 2 1-0\n", &back, &at, &err));
+  EXPECT_FALSE(decode_snapshot(s + "del host b.example\n", &back, &at, &err));
+  EXPECT_FALSE(decode_snapshot("cuckoogate-snapshot 1 \n", &back, &at, &err));
+}
+
+}  // namespace
+}  // namespace cg::sync

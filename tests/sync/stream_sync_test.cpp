@@ -1,0 +1,281 @@
+// StreamSync against a real redis-server of its own (Unix socket, AOF): the
+// follower and publisher with an Applier that keeps the rule set in a map.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "cuckoogate/sync/stream_sync.hpp"
+#include "redis_server.hpp"
+
+namespace cg::sync {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The local blocklist of a test gateway: canonical text -> expiry.
+struct MapApplier : Applier {
+  std::map<std::string, int64_t> rules;
+  StreamId last;        // the "durable" last applied ID
+  uint64_t entries = 0; // entries applied (garbage excluded)
+  bool fail_next = false;
+
+  bool apply(std::span<const Received> in, std::string* err) override {
+    if (fail_next) {
+      *err = "disk full";
+      return false;
+    }
+    for (const Received& r : in) {
+      if (r.entry == nullptr) continue;
+      ++entries;
+      const Entry& e = *r.entry;
+      switch (e.op) {
+        case EntryOp::kFlush:
+          std::erase_if(rules, [&](const auto& kv) {
+            return !e.kind || parse_rule(kv.first).rule->kind == *e.kind;
+          });
+          break;
+        case EntryOp::kBatch: {
+          bool ok = true;  // all or nothing: a del of an absent rule fails it
+          for (const EntryChange& c : e.changes)
+            if (c.del && !rules.count(format_rule(c.rule))) ok = false;
+          if (!ok) break;
+          [[fallthrough]];
+        }
+        default:
+          for (const EntryChange& c : e.changes) {
+            if (c.del) rules.erase(format_rule(c.rule));
+            else rules[format_rule(c.rule)] = c.expiry_unix_ms;
+          }
+      }
+    }
+    last = in.back().id;
+    return true;
+  }
+  bool replace_all(const std::vector<EntryChange>& all, StreamId at, std::string*) override {
+    rules.clear();
+    for (const EntryChange& c : all) rules[format_rule(c.rule)] = c.expiry_unix_ms;
+    last = at;
+    return true;
+  }
+  void dump(std::vector<EntryChange>* out) const override {
+    for (const auto& [text, exp] : rules) out->push_back({false, *parse_rule(text).rule, exp});
+  }
+};
+
+Entry add(std::string_view text, int64_t exp = 0) {
+  Entry e;
+  e.op = EntryOp::kAdd;
+  e.changes.push_back({false, *parse_rule(text).rule, exp});
+  return e;
+}
+Entry del(std::string_view text) {
+  Entry e = add(text);
+  e.op = EntryOp::kDel;
+  e.changes[0].del = true;
+  return e;
+}
+
+class StreamSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cg_sync_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    redis_ = std::make_unique<test::RedisServer>(dir_);
+  }
+  void TearDown() override {
+    redis_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  SyncOptions options(const std::string& id) {
+    SyncOptions o;
+    o.url = *parse_redis_url(redis_->url()).url;
+    o.gateway_id = id;
+    o.io_timeout = 500ms;
+    o.block = 200ms;
+    o.backoff_min = 20ms;
+    o.backoff_max = 100ms;
+    o.snapshot_every = 0ms;
+    return o;
+  }
+  // Runs a control loop over the syncs until pred holds (or 5 s pass).
+  template <class Pred>
+  bool serve_until(std::vector<StreamSync*> syncs, Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::vector<pollfd> fds;
+      for (StreamSync* s : syncs) {
+        s->tick();
+        fds.push_back({s->fd(), POLLIN, 0});
+      }
+      ::poll(fds.data(), fds.size(), 20);
+      for (std::size_t i = 0; i < syncs.size(); ++i)
+        if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) syncs[i]->on_readable();
+    }
+    return true;
+  }
+  // Publishes through s; the entries' IDs (a failure fails the test).
+  static std::vector<StreamId> publish_ok(StreamSync& s, const std::vector<Entry>& e) {
+    std::vector<StreamId> ids;
+    std::string err;
+    EXPECT_TRUE(s.publish(e, &ids, &err)) << err;
+    EXPECT_EQ(ids.size(), e.size());
+    return ids;
+  }
+  std::string dir_;
+  std::unique_ptr<test::RedisServer> redis_;
+};
+
+TEST_F(StreamSyncTest, PublishedChangesReachTheOtherGatewayInOrder) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {}), b(options("b"), mb, {});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return a.connected() && b.connected(); }));
+  std::vector<StreamId> ids = publish_ok(a, {add("host a.example"), add("ip 10.0.0.1", 4102444800000)});
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_LT(ids[0], ids[1]);
+  // The publisher applied its own entries before publish() returned.
+  EXPECT_EQ(ma.rules.size(), 2u);
+  EXPECT_EQ(ma.last, ids[1]);
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return mb.last == ids[1]; }));
+  EXPECT_EQ(mb.rules, ma.rules);
+  EXPECT_EQ(mb.rules.at("ip 10.0.0.1"), 4102444800000);
+  ids = publish_ok(b, {del("host a.example")});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return ma.last == ids[0]; }));
+  EXPECT_EQ(ma.rules, (std::map<std::string, int64_t>{{"ip 10.0.0.1", 4102444800000}}));
+  EXPECT_EQ(mb.rules, ma.rules);
+  EXPECT_EQ(a.stats().published, 2u);
+  EXPECT_EQ(b.stats().applied, 3u);
+}
+
+TEST_F(StreamSyncTest, GarbageFromOtherToolsIsCountedAndSkipped) {
+  MapApplier m;
+  StreamSync s(options("a"), m, {});
+  ASSERT_TRUE(serve_until({&s}, [&] { return s.connected(); }));
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host Tool.Example"});
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host"});
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "explode"});
+  const std::string last = redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "ip 192.0.2.1"});
+  const StreamId last_id = *StreamId::parse(last.substr(0, last.find('\n')));
+  ASSERT_TRUE(serve_until({&s}, [&] { return s.stats().last_applied == last_id; }));
+  EXPECT_EQ(m.rules.size(), 2u);
+  EXPECT_TRUE(m.rules.count("host tool.example"));
+  EXPECT_EQ(s.stats().garbage, 2u);
+  EXPECT_EQ(m.entries, 2u);
+  EXPECT_EQ(m.last, last_id);  // garbage still advances the recorded position
+}
+
+TEST_F(StreamSyncTest, RestartResumesAfterTheLastAppliedId) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {});
+  ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
+  std::vector<StreamId> ids = publish_ok(a, {add("host one.example"), add("host two.example")});
+  {
+    StreamSync b(options("b"), mb, {});
+    ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[1]; }));
+  }
+  // B is down: changes go on without it.
+  ids = publish_ok(a, {del("host one.example"), add("host three.example")});
+  // B restarts from its durable position: applies only the two new entries.
+  const uint64_t applied_before = mb.entries;
+  StreamSync b2(options("b"), mb, mb.last);
+  ASSERT_TRUE(serve_until({&b2}, [&] { return mb.last == ids[1]; }));
+  EXPECT_EQ(mb.entries - applied_before, 2u);
+  EXPECT_EQ(mb.rules, ma.rules);
+}
+
+TEST_F(StreamSyncTest, TrimmedPastOurIdRebuildsFromTheSnapshot) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {});
+  ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
+  std::string err;
+  std::vector<StreamId> ids = publish_ok(a, {add("host old.example")});
+  const StreamId b_pos = ids[0];
+  mb.rules = {{"host old.example", 0}};
+  mb.last = b_pos;
+  ids = publish_ok(a, {del("host old.example"), add("host new.example"), add("ip 10.9.9.9")});
+  ASSERT_TRUE(a.write_snapshot(&err)) << err;
+  EXPECT_EQ(a.stats().snapshots_written, 1u);
+  redis_->cli({"XTRIM", "cuckoogate:rules", "MAXLEN", "0"});
+  ids = publish_ok(a, {add("host after.example")});
+  StreamSync b(options("b"), mb, mb.last);
+  ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[0]; }));
+  EXPECT_EQ(b.stats().snapshot_rebuilds, 1u);
+  EXPECT_EQ(b.stats().gaps, 0u);
+  EXPECT_EQ(mb.rules, ma.rules);
+  EXPECT_FALSE(mb.rules.count("host old.example"));
+}
+
+TEST_F(StreamSyncTest, TrimmedWithoutSnapshotIsCountedAsAGap) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {});
+  ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
+  std::vector<StreamId> ids = publish_ok(a, {add("host a.example"), add("host b.example")});
+  redis_->cli({"XTRIM", "cuckoogate:rules", "MAXLEN", "1"});
+  StreamSync b(options("b"), mb, {});
+  ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[1]; }));
+  EXPECT_EQ(b.stats().gaps, 1u);
+  EXPECT_NE(b.stats().last_error.find("trimmed"), std::string::npos);
+}
+
+TEST_F(StreamSyncTest, RedisDownRefusesWritesThenReconnectsAndConverges) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {}), b(options("b"), mb, {});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return a.connected() && b.connected(); }));
+  std::string err;
+  std::vector<StreamId> ids = publish_ok(a, {add("host kept.example")});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return mb.last == ids[0]; }));
+  redis_->stop();
+  // Both notice (the follower's connection breaks) and keep their rules.
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return !a.connected() && !b.connected(); }));
+  const std::vector<Entry> e2 = {add("host refused.example")};
+  EXPECT_FALSE(a.publish(e2, &ids, &err));
+  EXPECT_NE(err.find("redis unavailable"), std::string::npos) << err;
+  EXPECT_EQ(ma.rules.size(), 1u);
+  EXPECT_EQ(a.stats().publish_failures, 1u);
+  redis_->start();  // AOF: the acknowledged entry is still there
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return a.connected() && b.connected(); }));
+  ids = publish_ok(b, {add("host later.example")});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return ma.last == ids[0]; }));
+  EXPECT_EQ(ma.rules, mb.rules);
+  EXPECT_EQ(ma.rules.size(), 2u);
+  EXPECT_GE(a.stats().reconnects, 1u);
+}
+
+TEST_F(StreamSyncTest, ALocalJournalFailureStopsTheSync) {
+  MapApplier m;
+  StreamSync s(options("a"), m, {});
+  ASSERT_TRUE(serve_until({&s}, [&] { return s.connected(); }));
+  m.fail_next = true;
+  std::vector<StreamId> ids;
+  std::string err;
+  const std::vector<Entry> e = {add("host a.example")};
+  EXPECT_FALSE(s.publish(e, &ids, &err));
+  EXPECT_FALSE(s.publish(e, &ids, &err));
+  EXPECT_NE(err.find("local journal"), std::string::npos) << err;
+}
+
+TEST_F(StreamSyncTest, LagCountsEntriesNotYetApplied) {
+  MapApplier ma, mb;
+  SyncOptions ob = options("b");
+  ob.lag_every = 0ms;
+  StreamSync a(options("a"), ma, {}), b(ob, mb, {});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return a.connected() && b.connected(); }));
+  const std::vector<StreamId> ids = publish_ok(a, {add("host a.example"), add("host b.example"), add("host c.example")});
+  b.tick();  // measures without reading the follower's socket
+  EXPECT_EQ(b.stats().lag_entries, 3u);
+  EXPECT_EQ(b.stats().last_seen, ids[2]);
+  EXPECT_GE(b.stats().lag_ms, 0);
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return mb.last == ids[2]; }));
+  b.tick();
+  EXPECT_EQ(b.stats().lag_entries, 0u);
+  EXPECT_EQ(b.stats().lag_ms, 0);
+}
+
+}  // namespace
+}  // namespace cg::sync
