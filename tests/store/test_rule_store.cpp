@@ -255,6 +255,48 @@ TEST(RuleStore, SnapshotThenJournalRoundTrip) {
   EXPECT_EQ(rep.journal_records, 101U);  // 100 deletes + 1 add
 }
 
+// A mark (the Redis sync's last applied stream ID) is journalled in the same
+// sync as its group of changes, even when every change was a no-op, survives
+// flush, snapshots and restarts, and is not a rule.
+TEST(RuleStore, MarksAreDurableWithTheirChangesAndSurviveSnapshots) {
+  test::TempDir dir;
+  {
+    auto s = open_store(dir.path());
+    EXPECT_FALSE(s->mark("sync.last_id"));
+    const RuleStore::Mark m1{"sync.last_id", "100-0"};
+    std::vector<RuleStore::Change> ch = {{RuleStore::Change::Op::add, "a", "1", 0},
+                                         {RuleStore::Change::Op::del, "zz", "", 0}};
+    std::vector<Errc> res;
+    ASSERT_TRUE(s->apply(ch, &res, &m1).ok());
+    EXPECT_EQ(res[0], Errc::ok);
+    EXPECT_EQ(res[1], Errc::absent);
+    EXPECT_EQ(s->mark("sync.last_id"), "100-0");
+    EXPECT_EQ(s->size(), 1U);
+    // Only no-op changes: the mark still moves.
+    const RuleStore::Mark m2{"sync.last_id", "101-0"};
+    ch = {{RuleStore::Change::Op::del, "zz", "", 0}};
+    ASSERT_TRUE(s->apply(ch, &res, &m2).ok());
+    EXPECT_EQ(s->mark("sync.last_id"), "101-0");
+    ASSERT_TRUE(s->flush().ok());
+    ASSERT_TRUE(s->set_mark({"sync.last_id", "102-0"}).ok());
+    EXPECT_FALSE(s->set_mark({"", "x"}).ok());
+  }
+  {
+    auto s = open_store(dir.path());
+    EXPECT_EQ(s->mark("sync.last_id"), "102-0");
+    EXPECT_EQ(s->size(), 0U);
+    ASSERT_TRUE(s->add("b", "2").ok());
+    ASSERT_TRUE(s->snapshot().ok());
+    ASSERT_TRUE(s->set_mark({"other", "v"}).ok());
+  }
+  RecoveryReport rep;
+  auto s = open_store(dir.path(), nullptr, &rep);
+  EXPECT_EQ(s->mark("sync.last_id"), "102-0");  // from the snapshot
+  EXPECT_EQ(s->mark("other"), "v");             // from the journal after it
+  EXPECT_EQ(s->size(), 1U);
+  EXPECT_TRUE(s->contains("b"));
+}
+
 // A snapshot taken while another thread keeps adding and deleting: the
 // weakly consistent scan plus the replay of later records must give exactly
 // the final state.

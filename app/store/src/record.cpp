@@ -34,7 +34,7 @@ void encode_record(const StoreRecord& r, std::string* out) {
 bool decode_record(std::string_view p, StoreRecord* r) {
   if (p.size() < kStoreRecordFixed) return false;
   const auto op = static_cast<std::uint8_t>(p[0]);
-  if (op < 1 || op > 3 || p[1] != 1) return false;
+  if (op < 1 || op > 4 || p[1] != 1) return false;
   const auto key_len = get<std::uint32_t>(p.data() + 4);
   if (key_len > p.size() - kStoreRecordFixed) return false;
   r->op = static_cast<RecordOp>(op);

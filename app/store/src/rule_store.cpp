@@ -76,6 +76,11 @@ void RuleStore::apply_replay(std::string_view payload, Status* error) {
     case RecordOp::flush:
       clear_memory(nullptr);
       break;
+    case RecordOp::mark: {
+      std::lock_guard m(marks_mu_);
+      marks_[r.key] = std::move(r.text);
+      return;  // carries no id
+    }
   }
   if (r.id > mem_seq_) mem_seq_ = r.id;
 }
@@ -179,6 +184,11 @@ Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
 }  // namespace
 
 void RuleStore::apply_in_memory(StoreRecord&& r) {
+  if (r.op == RecordOp::mark) {
+    std::lock_guard m(marks_mu_);
+    marks_[r.key] = std::move(r.text);
+    return;
+  }
   if (r.op == RecordOp::del) {
     RuleMeta m;
     if (rules_.erase(r.key, &m) == EraseResult::erased && m.expiry_unix_ms != 0)
@@ -252,8 +262,31 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   return Status::Ok();
 }
 
-Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* results) {
+namespace {
+StoreRecord mark_record(const RuleStore::Mark& mark) {
+  StoreRecord r;
+  r.op = RecordOp::mark;
+  r.key.assign(mark.name);
+  r.text.assign(mark.value);
+  return r;
+}
+}  // namespace
+
+Status RuleStore::set_mark(const Mark& mark) {
+  std::vector<Errc> none;
+  return apply({}, &none, &mark);
+}
+
+std::optional<std::string> RuleStore::mark(std::string_view name) const {
+  std::lock_guard m(marks_mu_);
+  const auto it = marks_.find(std::string(name));
+  if (it == marks_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark) {
   std::lock_guard lock(write_mu_);
+  if (mark != nullptr && mark->name.empty()) return {Errc::invalid_argument, "a mark needs a name"};
   results->assign(changes.size(), Errc::ok);
   if (Status s = check_writable(); !s.ok()) return s;
   const std::int64_t now = clock_();
@@ -292,6 +325,7 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
     }
     which.push_back(i);
   }
+  if (mark != nullptr) recs.push_back(mark_record(*mark));
   if (Status s = append_and_sync(recs); !s.ok()) {
     for (std::size_t i : which) (*results)[i] = Errc::io_error;
     return s;
@@ -357,8 +391,13 @@ Status RuleStore::snapshot() {
   if (!log_) return Status::Ok();
   std::lock_guard snap(snapshot_mu_);
   std::uint64_t seq = 0;
+  std::vector<StoreRecord> marks;  // as of seq: taken with the rotation
   {
     std::lock_guard lock(write_mu_);
+    {
+      std::lock_guard m(marks_mu_);
+      for (const auto& [name, value] : marks_) marks.push_back(mark_record({name, value}));
+    }
     if (Status s = check_writable(); !s.ok()) return s;
     if (Status s = log_->rotate(&seq); !s.ok()) {
       failed_ = true;
@@ -370,7 +409,13 @@ Status RuleStore::snapshot() {
   // them up (replay is idempotent per key, docs/store.md).
   Cursor c = rules_.scan();
   StoreRecord r;
+  std::size_t next_mark = 0;
   Status s = log_->write_snapshot(seq, [&](std::string* payload) {
+    if (next_mark < marks.size()) {
+      payload->clear();
+      encode_record(marks[next_mark++], payload);
+      return true;
+    }
     if (!c.next()) return false;
     const RuleMeta& m = c.value();
     r.op = RecordOp::add;

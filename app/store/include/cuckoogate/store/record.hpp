@@ -1,7 +1,7 @@
 // The typed record the RuleStore writes into journal and snapshot payloads.
 //
 // Payload layout (little-endian), 32 bytes + key + text:
-//   0  u8  op            1 add, 2 del, 3 flush
+//   0  u8  op            1 add, 2 del, 3 flush, 4 mark
 //   1  u8  version       1
 //   2  u16 reserved      0
 //   4  u32 key_len
@@ -9,7 +9,9 @@
 //   16 i64 added_unix_ms
 //   24 i64 expiry_unix_ms   0 = no expiry
 //   32 key[key_len], text[rest]
-// del carries only the key; flush carries nothing but the fixed part.
+// del carries only the key; flush carries nothing but the fixed part; mark
+// carries a name (key) and its value (text): a fact recorded with the rules
+// (the Redis sync's last applied stream ID), not a rule.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -20,7 +22,7 @@
 
 namespace cg::store {
 
-enum class RecordOp : std::uint8_t { add = 1, del = 2, flush = 3 };
+enum class RecordOp : std::uint8_t { add = 1, del = 2, flush = 3, mark = 4 };
 
 struct StoreRecord {
   RecordOp op = RecordOp::add;

@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cuckoogate/store/durable_log.hpp"
@@ -111,7 +112,20 @@ class RuleStore {
   // (add: ok / exists / updated / invalid_argument as for add(); del: ok /
   // absent), with one fsync for the whole group. The return value is ok or the
   // I/O error; then nothing of the group is applied in memory.
-  Status apply(std::span<const Change> changes, std::vector<Errc>* results);
+  //
+  // A mark (name, value), when given, is journalled with the group in the
+  // same fsync, whatever the changes' outcomes: the Redis sync records the
+  // last stream ID it applied with the changes of that ID (docs/sync.md).
+  struct Mark {
+    std::string_view name;
+    std::string_view value;
+  };
+  Status apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark = nullptr);
+  // Journals a mark alone (one fsync). ok, invalid_argument (empty name), io_error.
+  Status set_mark(const Mark& mark);
+  // The latest value of a mark (restored on open, kept by snapshots); nullopt
+  // if never set. Safe from any thread.
+  std::optional<std::string> mark(std::string_view name) const;
   // ok (*removed filled), absent (nothing written), io_error.
   Status del(std::string_view key, RuleMeta* removed = nullptr);
   // Removes every rule (one journal record).
@@ -160,6 +174,8 @@ class RuleStore {
   std::unique_ptr<DurableLog> log_;
   std::mutex write_mu_;     // serialises mutations
   std::mutex snapshot_mu_;  // one snapshot at a time
+  mutable std::mutex marks_mu_;  // guards marks_ (written under write_mu_ too)
+  std::unordered_map<std::string, std::string> marks_;
   std::uint64_t mem_seq_ = 0;  // id source when in memory only
   std::atomic<std::uint64_t> since_snapshot_{0};
   bool failed_ = false;
