@@ -1,6 +1,7 @@
 #include "cuckoogate/store/epoch.hpp"
 
 #include <functional>
+#include <utility>
 #include <thread>
 
 namespace cg::store {
@@ -23,15 +24,19 @@ void EpochDomain::Guard::release() noexcept {
 }
 
 EpochDomain::~EpochDomain() {
-  Retirable* lists[2] = {incoming_.exchange(nullptr, std::memory_order_acquire), limbo_};
-  limbo_ = nullptr;
-  for (Retirable* r : lists) {
-    while (r != nullptr) {
-      Retirable* next = r->retire_next;
-      r->reclaim(r);
-      r = next;
-    }
+  free_list(incoming_.exchange(nullptr, std::memory_order_acquire));
+  for (Retirable*& l : limbo_) free_list(std::exchange(l, nullptr));
+}
+
+std::size_t EpochDomain::free_list(Retirable* r) noexcept {
+  std::size_t n = 0;
+  while (r != nullptr) {
+    Retirable* next = r->retire_next;
+    r->reclaim(r);
+    r = next;
+    ++n;
   }
+  return n;
 }
 
 EpochDomain::Guard EpochDomain::pin() noexcept {
@@ -75,7 +80,10 @@ void EpochDomain::retire(Retirable* obj) noexcept {
     obj->retire_next = head;
   } while (!incoming_.compare_exchange_weak(head, obj, std::memory_order_release,
                                             std::memory_order_relaxed));
-  if (retire_count_.fetch_add(1, std::memory_order_relaxed) % kCollectEvery == kCollectEvery - 1) {
+  const std::size_t n = retire_count_.fetch_add(1, std::memory_order_relaxed);
+  if (pending_.load(std::memory_order_relaxed) > kPendingHighWater) {
+    if (collect() == 0) std::this_thread::yield();
+  } else if (n % kCollectEvery == kCollectEvery - 1) {
     collect();
   }
 }
@@ -101,26 +109,22 @@ std::size_t EpochDomain::collect() noexcept {
     e = e + 1;
   }
 
-  // Splice newly retired objects into the private limbo list.
+  // The list of retire epochs congruent to e - 2 is due as a whole (see
+  // limbo_): free it without looking at any object that must still wait.
+  std::size_t freed = free_list(std::exchange(limbo_[(e + 1) % 3], nullptr));
+
+  // Newly retired objects: free the due ones now, file the others by epoch.
   Retirable* in = incoming_.exchange(nullptr, std::memory_order_acquire);
   while (in != nullptr) {
     Retirable* next = in->retire_next;
-    in->retire_next = limbo_;
-    limbo_ = in;
-    in = next;
-  }
-
-  std::size_t freed = 0;
-  Retirable** link = &limbo_;
-  while (*link != nullptr) {
-    Retirable* r = *link;
-    if (r->retire_epoch + 2 <= e) {
-      *link = r->retire_next;
-      r->reclaim(r);
+    if (in->retire_epoch + 2 <= e) {
+      in->reclaim(in);
       ++freed;
     } else {
-      link = &r->retire_next;
+      in->retire_next = limbo_[in->retire_epoch % 3];
+      limbo_[in->retire_epoch % 3] = in;
     }
+    in = next;
   }
   pending_.fetch_sub(freed, std::memory_order_relaxed);
   collecting_.store(false, std::memory_order_release);

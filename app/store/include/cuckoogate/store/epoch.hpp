@@ -12,7 +12,10 @@
 //     list. Never blocks.
 //   * collect(): advances the global epoch E -> E+1 when every active slot is
 //     at E, then frees every object with r + 2 <= E. Non-blocking: if another
-//     thread is collecting it returns at once.
+//     thread is collecting it returns at once. Its cost is the slot scan plus
+//     one step per object retired since the last collection plus one per object
+//     freed: objects waiting for their epoch sit in one list per retire epoch
+//     (modulo 3) and are never walked until the whole list is due.
 //
 // Thread-safety: pin(), retire(), collect() and the accessors may be called
 // concurrently from any number of threads. A Guard must be released by the
@@ -42,6 +45,12 @@ class EpochDomain {
   static constexpr std::size_t kSlots = 128;
   // retire() runs a collection attempt every kCollectEvery retirements.
   static constexpr std::size_t kCollectEvery = 64;
+  // Back-pressure: while more than kPendingHighWater objects wait, every
+  // retire() runs a collection attempt and, if it frees nothing, yields the
+  // CPU once. On an oversubscribed machine the epoch is held back by threads
+  // preempted inside a critical section; yielding lets them run to its end.
+  // Retiring threads slow down, none ever waits for another.
+  static constexpr std::size_t kPendingHighWater = 16384;
 
   EpochDomain() = default;
   ~EpochDomain();
@@ -71,7 +80,8 @@ class EpochDomain {
   Guard pin() noexcept;
 
   // Hands an unlinked object over for deferred reclamation. obj->reclaim must
-  // be set. Lock-free; may run a collection attempt.
+  // be set. Lock-free; may run a collection attempt and, above
+  // kPendingHighWater, yield the CPU (see there).
   void retire(Retirable* obj) noexcept;
 
   // One reclamation step (see above). Returns the number of objects freed.
@@ -94,13 +104,20 @@ class EpochDomain {
   static_assert(sizeof(Slot) == 64, "one slot per cache line");
 
   void unpin(std::size_t slot) noexcept;
+  // Reclaims every object of a retire_next chain; returns how many.
+  static std::size_t free_list(Retirable* r) noexcept;
 
   alignas(64) std::atomic<std::uint64_t> global_{1};
   alignas(64) std::atomic<Retirable*> incoming_{nullptr};
   std::atomic<std::size_t> pending_{0};
   std::atomic<std::size_t> retire_count_{0};
   alignas(64) std::atomic<bool> collecting_{false};
-  Retirable* limbo_ = nullptr;  // owned by the thread that holds collecting_
+  // Owned by the thread that holds collecting_: objects spliced from incoming_
+  // that were not yet due, by retire epoch r in limbo_[r % 3]. Every stamp is
+  // <= the global epoch E, and E only moves inside collect(), so after a
+  // collection at E the lists hold r = E - 1 and r = E only, and limbo_[(E + 1)
+  // % 3] holds only r <= E - 2: all of it is due at once, none of the others is.
+  Retirable* limbo_[3] = {nullptr, nullptr, nullptr};
   Slot slots_[kSlots];
 };
 
