@@ -1,6 +1,7 @@
 #include "dataplane/worker.hpp"
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_pause.h>
@@ -43,7 +44,7 @@ void* flow_alloc(std::size_t size, std::size_t align, void* ctx) {
   return rte_zmalloc_socket("cg_flows", size, static_cast<unsigned>(align),
                             static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
 }
-void flow_free(void* p, void*) { rte_free(p); }
+void flow_free(void* p, std::size_t, void*) { rte_free(p); }
 
 // FlowEntry::flags bits (spare ones of the flow table's; kFlowBlocked is 0x01).
 // kJudgingFwd/Rev: a packet of the flow in that direction is being
@@ -115,7 +116,12 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     fc.capacity = cfg.flows;
     fc.ticks_per_second = hz;
     fc.seed = rte_rdtsc() * 0x9e3779b97f4a7c15ULL ^ cfg.id;  // not predictable from outside
-    flow::FlowAllocator fa{&flow_alloc, &flow_free, reinterpret_cast<void*>(static_cast<intptr_t>(socket))};
+    // EAL memory when it is hugepages; with --no-huge it is a shared memfd
+    // in 4 KiB pages that the kernel will not back with transparent huge
+    // pages, so the table's own default (anonymous memory, THP advised).
+    flow::FlowAllocator fa;
+    if (rte_eal_has_hugepages())
+      fa = {&flow_alloc, &flow_free, reinterpret_cast<void*>(static_cast<intptr_t>(socket))};
     flows_ = flow::FlowTable::create(fc, fa).release();
     if (flows_ == nullptr) return false;
   }

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <new>
 #include <random>
 #include <set>
@@ -368,7 +370,7 @@ struct CountingAllocator {
       ++static_cast<CountingAllocator*>(ctx)->allocs;
       return std::aligned_alloc(align, (size + align - 1) / align * align);
     };
-    a.release = [](void* p, void* ctx) {
+    a.release = [](void* p, std::size_t, void* ctx) {
       ++static_cast<CountingAllocator*>(ctx)->releases;
       std::free(p);
     };
@@ -424,6 +426,34 @@ TEST(FlowTable, AFloodOfNewFlowsKeepsMemoryAndCapacityFixed) {
     EXPECT_EQ(early_alive, 0u);
   }
   EXPECT_EQ(ca.releases, 1);
+}
+
+// The default memory: a table of a huge page or more starts on a 2 MiB
+// boundary, in a mapping advised for transparent huge pages (VmFlags "hg"),
+// and is unmapped when destroyed.
+TEST(FlowTable, DefaultMemoryIsHugePageAlignedAndAdvised) {
+  auto flags_of = [](uintptr_t addr) -> std::string {  // "" if not mapped
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+      unsigned long lo = 0, hi = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
+        inside = addr >= lo && addr < hi;
+      } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+        return line;
+      }
+    }
+    return "";
+  };
+  auto t = make_table(config(uint64_t{1} << 17));  // 16384 buckets of 576 bytes: 9 MiB
+  ASSERT_NE(t, nullptr);
+  const auto at = reinterpret_cast<uintptr_t>(t.get());
+  EXPECT_EQ(at % (uintptr_t{2} << 20), 0u);
+  const std::string flags = flags_of(at);
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  t.reset();
+  EXPECT_EQ(flags_of(at), "");
 }
 
 TEST(FlowTable, BurstPinsItsEntriesAndFailsOnlyWhenABucketIsAllPinned) {
@@ -594,7 +624,7 @@ TEST(FlowTable, CreateRejectsBadConfigurationsWithAReason) {
   half.allocate = [](std::size_t, std::size_t, void*) -> void* { return nullptr; };
   EXPECT_EQ(FlowTable::create(config(), half, &err), nullptr);
   FlowAllocator none = half;
-  none.release = [](void*, void*) {};
+  none.release = [](void*, std::size_t, void*) {};
   err = nullptr;
   EXPECT_EQ(FlowTable::create(config(), none, &err), nullptr);
   EXPECT_STREQ(err, "flow table allocation failed");

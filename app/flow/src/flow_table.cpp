@@ -22,6 +22,9 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -125,11 +128,34 @@ FlowState tcp_next(FlowState s, uint8_t& bits, Dir d, uint8_t tcp_flags) noexcep
   return s;
 }
 
-void* default_allocate(std::size_t size, std::size_t align, void*) {
-  return std::aligned_alloc(align, (size + align - 1) / align * align);
+// Tables of a huge page or more are mapped in whole, aligned huge pages and
+// advised as such (a hint: the kernel may refuse or lack THP); smaller ones
+// in whole small pages. Page alignment covers any `align` up to 4 KiB.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+std::size_t mapped_length(std::size_t size) noexcept {
+  const std::size_t unit = size >= kHugePage ? kHugePage : static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (size + unit - 1) / unit * unit;
 }
-void default_release(void* p, void*) {
-  std::free(p);
+
+void* default_allocate(std::size_t size, std::size_t align, void*) {
+  const std::size_t len = mapped_length(size);
+  if (len < kHugePage || align > kHugePage) {
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  // One huge page more than needed, then the unaligned ends are given back.
+  void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto b = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (b + kHugePage - 1) & ~(kHugePage - 1);
+  if (start > b) munmap(raw, start - b);
+  munmap(reinterpret_cast<void*>(start + len), b + kHugePage - start);  // the tail, never empty
+  (void)madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(start);
+}
+void default_release(void* p, std::size_t size, void*) {
+  munmap(p, mapped_length(size));
 }
 
 inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
@@ -212,8 +238,9 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
 void FlowTable::Deleter::operator()(FlowTable* t) const noexcept {
   if (t == nullptr) return;
   const FlowAllocator a = t->alloc_;
+  const std::size_t bytes = t->bytes_;
   t->~FlowTable();
-  a.release(t, a.ctx);
+  a.release(t, bytes, a.ctx);
 }
 
 uint64_t FlowTable::hash(const FlowKey& key) const noexcept {

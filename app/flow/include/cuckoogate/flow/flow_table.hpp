@@ -132,11 +132,14 @@ struct FlowTableConfig {
 
 // Where the table's single block of memory comes from. allocate() returns
 // `size` bytes aligned to `align` (64) or nullptr; the memory need not be
-// zeroed. Both null: std::aligned_alloc / std::free. The DPDK side passes
-// rte_zmalloc_socket / rte_free on the worker's socket.
+// zeroed; release() gets the same size back. Both null: private anonymous
+// memory (mmap) that asks the kernel for transparent huge pages, since the
+// table is read at random and 4 KiB pages cost a TLB miss on almost every
+// packet. The gateway passes rte_zmalloc_socket / rte_free on the worker's
+// socket when EAL has hugepages.
 struct FlowAllocator {
   void* (*allocate)(std::size_t size, std::size_t align, void* ctx) = nullptr;
-  void (*release)(void* p, void* ctx) = nullptr;
+  void (*release)(void* p, std::size_t size, void* ctx) = nullptr;
   void* ctx = nullptr;
 };
 
