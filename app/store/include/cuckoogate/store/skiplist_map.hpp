@@ -9,7 +9,8 @@
 //     ConcurrentSkipListMap: a delete first marks the node's value deleted
 //     (the linearisation point), then appends a marker node behind it so that
 //     nothing can be inserted after it, then unlinks node + marker with one CAS
-//     on the predecessor. Every traversal that meets a deleted node helps.
+//     on the predecessor. Writers (insert, erase) that meet a deleted node
+//     help; readers step over deleted nodes and markers without storing.
 //   * Index levels 1..kMaxHeight live in a tower inside each node and use
 //     Harris/Fraser marked pointers, so a deleted node's index links are frozen
 //     before they are unlinked and can never be resurrected.
@@ -19,7 +20,10 @@
 //
 // Thread-safety: every member function except the constructor and destructor
 // may be called concurrently from any number of threads. insert/erase are
-// lock-free; find/contains/Cursor are lock-free and perform no allocation.
+// lock-free; find/contains/Cursor are lock-free and perform no allocation
+// (find copies the value out; a Cursor copies its bounds when constructed:
+// bounds longer than std::string's inline buffer allocate there, never in
+// next()).
 // A Cursor pins the epoch domain while it lives (keep it short-lived, or
 // nothing is reclaimed meanwhile) and must stay on one thread.
 #pragma once
@@ -217,12 +221,21 @@ class SkipListMap {
   static bool is_deleted(const Node* n) noexcept {
     return n->deleted.load(std::memory_order_acquire) != 0;
   }
+  // From n on, the first node that is neither a marker nor deleted (or null).
+  // Read-only: the readers' way past a half-finished delete.
+  static Node* skip_dead(Node* n) noexcept {
+    while (n != nullptr && (n->kind == Node::kMarker || is_deleted(n))) {
+      n = n->next.load(std::memory_order_acquire);
+    }
+    return n;
+  }
 
   int random_height() noexcept;
   Node* search_index(std::string_view key, bool purge_equal, Node** preds, Node** succs) const;
-  void help_delete(Node* b, Node* n, Node* f) const;
-  Node* find_node(std::string_view key) const;
+  void help_delete(Node* b, Node* n, Node* f);
   Node* seek_ge(std::string_view key) const;
+  Node* find_node(std::string_view key) const;
+  void unlink_deleted(std::string_view key);
   void build_tower(DataNode* z, Node** preds, Node** succs);
   void release_ref(Node* n) const noexcept {
     // acq_rel: the last owner sees every unlink the other owner performed.
@@ -250,12 +263,9 @@ class SkipListMap {
         started_ = true;
         n = map_->seek_ge(lo_);
       } else {
-        n = cur_->next.load(std::memory_order_acquire);
         // Markers and deleted nodes are skipped; their next links still lead
         // forward in key order (a deleted node's link is frozen by its marker).
-        while (n != nullptr && (n->kind == Node::kMarker || is_deleted(n))) {
-          n = n->next.load(std::memory_order_acquire);
-        }
+        n = skip_dead(cur_->next.load(std::memory_order_acquire));
       }
       if (n == nullptr || (has_hi_ && key_of(n) >= std::string_view(hi_))) {
         done_ = true;
@@ -383,8 +393,9 @@ retry:
 
 // n was seen deleted with b -> n -> f. Either appends n's marker or unlinks
 // n and its marker from b (ConcurrentSkipListMap.helpDelete). One step only.
+// Writers only (it may allocate the marker).
 template <class V>
-void SkipListMap<V>::help_delete(Node* b, Node* n, Node* f) const {
+void SkipListMap<V>::help_delete(Node* b, Node* n, Node* f) {
   if (f != n->next.load(std::memory_order_acquire) || n != b->next.load(std::memory_order_acquire)) {
     return;
   }
@@ -405,17 +416,52 @@ void SkipListMap<V>::help_delete(Node* b, Node* n, Node* f) const {
   }
 }
 
-// Returns the live node with this key (at some instant during the call) or
-// null. Helps every deleted node it meets; when it returns, no deleted node
-// with this key is linked at level 0 any more.
+// Readers' level-0 walk: the first node with key >= `key` that was live when
+// the walk reached it, or null. It stores nothing and allocates nothing: a
+// deleted node or a marker is stepped over, never helped (the deleter, or the
+// next writer that passes, finishes the unlink).
+//
+// Why stepping over is enough: the walk starts at a node b that was live
+// after b.next was read, so b was linked then, and every node present for the
+// whole call with a key >= `key` was reachable from b.next. Stepping along
+// next links keeps it reachable: inserts and unlinks ahead of the walk keep
+// present nodes reachable, and a deleted node's next is frozen by its marker
+// before the node is unlinked (the Cursor argument in docs/store.md). A b
+// that is already deleted may be unlinked, with nodes inserted since behind
+// its back: search again (search_index unlinks it from the index on the way).
+template <class V>
+typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge(std::string_view key) const {
+  const std::uint64_t kp = prefix_of(key);
+  for (;;) {
+    Node* b = search_index(key, false, nullptr, nullptr);
+    Node* n = b->next.load(std::memory_order_acquire);
+    if (b->kind == Node::kData && is_deleted(b)) continue;
+    for (n = skip_dead(n); n != nullptr && compare(n, key, kp) < 0;) {
+      n = skip_dead(n->next.load(std::memory_order_acquire));
+    }
+    return n;
+  }
+}
+
+// The node with this key that was live when the walk reached it, or null
+// (then the key was absent at some instant of the call).
 template <class V>
 typename SkipListMap<V>::Node* SkipListMap<V>::find_node(std::string_view key) const {
+  Node* n = seek_ge(key);
+  return n != nullptr && compare(n, key, prefix_of(key)) == 0 ? n : nullptr;
+}
+
+// Writers' walk for the deleter whose own unlink failed: helps every deleted
+// node it meets and returns only once no deleted node with this key is linked
+// at level 0 (such a node lies on the path and is helped until unlinked).
+template <class V>
+void SkipListMap<V>::unlink_deleted(std::string_view key) {
   const std::uint64_t kp = prefix_of(key);
   for (;;) {
     Node* b = search_index(key, false, nullptr, nullptr);
     Node* n = b->next.load(std::memory_order_acquire);
     for (;;) {
-      if (n == nullptr) return nullptr;
+      if (n == nullptr) return;
       Node* f = n->next.load(std::memory_order_acquire);
       if (n != b->next.load(std::memory_order_acquire)) break;  // inconsistent read
       if (n->kind == Node::kMarker) break;                      // b is deleted
@@ -424,35 +470,7 @@ typename SkipListMap<V>::Node* SkipListMap<V>::find_node(std::string_view key) c
         break;
       }
       if (b->kind == Node::kData && is_deleted(b)) break;
-      const int c = compare(n, key, kp);
-      if (c == 0) return n;
-      if (c > 0) return nullptr;
-      b = n;
-      n = f;
-    }
-  }
-}
-
-// First node whose key is >= key and that was live, with its predecessor
-// live and linked to it, at one instant (the start of a weakly consistent
-// scan must be such a node, see docs/store.md).
-template <class V>
-typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge(std::string_view key) const {
-  const std::uint64_t kp = prefix_of(key);
-  for (;;) {
-    Node* b = search_index(key, false, nullptr, nullptr);
-    Node* n = b->next.load(std::memory_order_acquire);
-    for (;;) {
-      if (n == nullptr) return nullptr;
-      Node* f = n->next.load(std::memory_order_acquire);
-      if (n != b->next.load(std::memory_order_acquire)) break;
-      if (n->kind == Node::kMarker) break;
-      if (is_deleted(n)) {
-        help_delete(b, n, f);
-        break;
-      }
-      if (b->kind == Node::kData && is_deleted(b)) break;
-      if (compare(n, key, kp) >= 0) return n;
+      if (compare(n, key, kp) >= 0) return;
       b = n;
       n = f;
     }
@@ -569,7 +587,7 @@ EraseResult SkipListMap<V>::erase(std::string_view key, V* removed) {
       count_.fetch_sub(1, std::memory_order_relaxed);
 
       // Level 0: append our marker and unlink n + marker in one CAS, or let
-      // find_node() finish the job with helping.
+      // unlink_deleted() finish the job with helping.
       bool unlinked = false;
       auto* m = new Marker(f);
       Node* exp_f = f;
@@ -584,7 +602,7 @@ EraseResult SkipListMap<V>::erase(std::string_view key, V* removed) {
       } else {
         delete m;  // someone else appended a marker (or n changed): never published
       }
-      if (!unlinked) find_node(key);
+      if (!unlinked) unlink_deleted(key);
 
       // Index levels: freeze top-down, then unlink with a purging search (a
       // re-inserted live node with the same key may stand before n at some
