@@ -549,6 +549,15 @@ void SkipListMap<V>::build_tower(DataNode* z, Node** preds, Node** succs) {
     }
   }
 done:
+  // Store buffering against erase(): here "link CAS on pred.up[l], then load
+  // z.deleted"; there "deleted CAS, then the purge's loads of the index
+  // links". If both loads missed the other side's store, neither would purge
+  // the level just linked and z would be retired while still linked there. A
+  // seq_cst fence on each side (pairs with the one in erase()) forbids that
+  // outcome; x86 and ARMv8 forbid it anyway, the C++ model and POWER do not.
+  // The litmus test and a per-access table: docs/concurrency.md, "The rule
+  // store's skip list: readers, and the tower race".
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (is_deleted(z)) search_index(key, true, nullptr, nullptr);
   release_ref(z);
 }
@@ -611,6 +620,10 @@ EraseResult SkipListMap<V>::erase(std::string_view key, V* removed) {
         for (int l = n->height - 1; l >= 0; --l) {
           n->up[l].fetch_or(kMark, std::memory_order_acq_rel);
         }
+        // Pairs with the fence before build_tower()'s final is_deleted check
+        // (store buffering: our deleted CAS before the purge's link loads,
+        // its link CAS before its deleted load): one of us sees the other.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
         search_index(key, true, nullptr, nullptr);
       }
       release_ref(n);
