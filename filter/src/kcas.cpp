@@ -40,15 +40,26 @@ KcasDesc g_kcas[kMaxThreads];
 RdcssDesc g_rdcss[kMaxThreads];
 SlotFlag g_slot[kMaxThreads];
 
-struct SlotHolder {
-  int slot = -1;
-  ~SlotHolder() {
+// This thread's slot: kNoSlotYet until the first ensure_slot(), kSlotReleased
+// after the thread-exit release. A plain int (no destructor), so that it stays
+// readable from thread_local destructors that run after SlotReleaser's.
+constexpr int kNoSlotYet = -1;
+constexpr int kSlotReleased = -2;
+thread_local int t_slot = kNoSlotYet;
+
+struct SlotReleaser {
+  SlotReleaser() noexcept {}  // user-provided: declared where ensure_slot takes a slot
+  ~SlotReleaser() {
+    if (t_slot < 0) return;
+    const int slot = t_slot;
+    // Never again on this thread: a filter write from a later thread_local
+    // destructor gets kNoSlot instead of a slot another thread may own by then.
+    t_slot = kSlotReleased;
     // release: the next owner of the slot sees this thread's last descriptor
     // sequence numbers (its acquiring CAS is acq_rel).
-    if (slot >= 0) g_slot[slot].in_use.store(false, std::memory_order_release);
+    g_slot[slot].in_use.store(false, std::memory_order_release);
   }
 };
-thread_local SlotHolder t_slot;
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -57,13 +68,18 @@ inline void cpu_relax() noexcept {
 }
 
 bool ensure_slot() noexcept {
-  if (t_slot.slot >= 0) [[likely]] return true;
+  if (t_slot >= 0) [[likely]] return true;
+  if (t_slot == kSlotReleased) return false;  // the thread is exiting
   for (unsigned i = 0; i < kMaxThreads; ++i) {
     bool expected = false;
     // acq_rel: acquire the previous holder's descriptor writes (its release store).
     if (g_slot[i].in_use.compare_exchange_strong(expected, true, std::memory_order_acq_rel,
                                                  std::memory_order_relaxed)) {
-      t_slot.slot = static_cast<int>(i);
+      t_slot = static_cast<int>(i);
+      // Constructed here, so its destructor runs at thread exit before those of
+      // the thread_locals built earlier (reverse order of construction).
+      thread_local SlotReleaser releaser;
+      (void)releaser;
       return true;
     }
   }
@@ -119,7 +135,15 @@ bool snap_kcas(std::uint64_t ref, KSnap& s) noexcept {
   // if any field came from a later operation, the re-check sees its sequence
   // number (fence-fence synchronisation with the owner's release fence).
   std::atomic_thread_fence(std::memory_order_acquire);
-  const std::uint64_t st2 = d.state.load(std::memory_order_relaxed);
+  // seq_cst, not relaxed: read_slow takes the word's value from this status
+  // (new iff SUCCEEDED), and the caller's next bucket load must not be satisfied
+  // before it. A relaxed load gives no such order (AArch64: LDR, then the next
+  // LDAR may be satisfied first), so a lookup could pair old i1 with new i2 during
+  // an i2->i1 move. seq_cst puts the load in S after the decision CAS it reads
+  // from and before the caller's later seq_cst loads (acquire would order it too;
+  // seq_cst keeps the lookup proof in S). Same instruction as acquire on x86-64
+  // (MOV) and AArch64 (LDAR).
+  const std::uint64_t st2 = d.state.load(std::memory_order_seq_cst);
   if ((st2 >> 2) != seq) return false;
   s.seq = seq;
   s.status = st2 & 3;
@@ -136,6 +160,9 @@ bool snap_rdcss(std::uint64_t ref, RSnap& s) noexcept {
   s.addr = d.addr.load(std::memory_order_relaxed);
   s.old_v = d.old_v.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
+  // relaxed is enough here, unlike snap_kcas: a reader returns the RDCSS's old
+  // value, which was the word's logical value when the word itself was loaded
+  // (seq_cst); this re-check only validates the fields, whenever it is satisfied.
   return d.seq.load(std::memory_order_relaxed) == seq;
 }
 
@@ -156,7 +183,7 @@ void complete_rdcss(std::uint64_t rref, const RSnap& r) noexcept {
 // descriptor. Returns old if it was installed (and completed), else the value
 // found (a plain value or a K-CAS reference; RDCSS references are helped).
 std::uint64_t rdcss(std::uint64_t kref, Word* addr, std::uint64_t old) noexcept {
-  const unsigned slot = static_cast<unsigned>(t_slot.slot);
+  const unsigned slot = static_cast<unsigned>(t_slot);
   RdcssDesc& d = g_rdcss[slot];
   const std::uint64_t seq = next_seq(d.seq.load(std::memory_order_relaxed));
   d.seq.store(seq, std::memory_order_relaxed);
@@ -254,7 +281,7 @@ Status cas(Entry* e, unsigned n) noexcept {
   // Address order makes helping acyclic (HFP): insertion sort, n <= 4.
   for (unsigned i = 1; i < n; ++i)
     for (unsigned j = i; j > 0 && e[j].addr < e[j - 1].addr; --j) std::swap(e[j], e[j - 1]);
-  const unsigned slot = static_cast<unsigned>(t_slot.slot);
+  const unsigned slot = static_cast<unsigned>(t_slot);
   KcasDesc& d = g_kcas[slot];
   const std::uint64_t seq = next_seq(d.state.load(std::memory_order_relaxed) >> 2);
   // release: a helper that reads this new sequence number also sees that the

@@ -61,5 +61,40 @@ TEST(Kcas, ThreadSlotsAreReleasedWhenThreadsExit) {
   EXPECT_EQ(kcas::slots_in_use(), before);
 }
 
+// A thread_local built before the thread took its slot is destroyed after the
+// slot was released at thread exit. A K-CAS from its destructor must not run on
+// that slot (another thread may own it by then): it gets kNoSlot and changes
+// nothing, and the thread does not take a slot it would never give back.
+TEST(Kcas, WriteFromALateThreadLocalDestructorGetsNoSlot) {
+  struct Late {
+    kcas::Word* a = nullptr;
+    kcas::Word* b = nullptr;
+    kcas::Status* result = nullptr;
+    ~Late() {
+      if (a == nullptr) return;
+      kcas::Entry e[2] = {{a, 1, 10}, {b, 2, 20}};
+      *result = kcas::cas(e, 2);
+    }
+  };
+  ASSERT_TRUE(kcas::register_thread());
+  const unsigned before = kcas::slots_in_use();
+  kcas::Word a{1}, b{2};
+  kcas::Status result = kcas::Status::kSucceeded;
+  std::thread t([&] {
+    thread_local Late late;  // constructed before the slot is taken
+    late.a = &a;
+    late.b = &b;
+    late.result = &result;
+    kcas::Word x{3}, y{4};
+    kcas::Entry e[2] = {{&x, 3, 30}, {&y, 4, 40}};
+    EXPECT_EQ(kcas::cas(e, 2), kcas::Status::kSucceeded);  // takes the slot
+  });
+  t.join();
+  EXPECT_EQ(result, kcas::Status::kNoSlot);
+  EXPECT_EQ(kcas::read(a), 1u);
+  EXPECT_EQ(kcas::read(b), 2u);
+  EXPECT_EQ(kcas::slots_in_use(), before);
+}
+
 }  // namespace
 }  // namespace cg

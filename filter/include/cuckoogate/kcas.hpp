@@ -21,7 +21,10 @@
 // kcas::register_thread() does that up front (call it on the control lcore at
 // start-up so the first insert performs no registration). If all slots are taken,
 // cas() returns Status::kNoSlot and read_help() waits (spins) for the operation
-// it met: lock-freedom is guaranteed for up to kMaxThreads writer threads.
+// it met: lock-freedom is guaranteed for up to kMaxThreads writer threads. The
+// same holds on a thread whose slot was already released at thread exit (a
+// write from a thread_local destructor that runs after the release): such a
+// thread never runs on a slot it no longer owns, and takes no new one.
 #pragma once
 
 #include <atomic>
