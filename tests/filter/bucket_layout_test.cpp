@@ -75,6 +75,10 @@ TYPED_TEST(BucketLayoutTest, CounterWrapsInsideItsFieldWithoutTouchingSlotsOrTag
   EXPECT_EQ(b & L::kSlotsMask, w & L::kSlotsMask);
   EXPECT_EQ(b >> 63, 0u);
   EXPECT_EQ(L::counter(L::bump(b)), 1u);
+  // bump_wraps says which bump is the one that wraps (the filter publishes it).
+  EXPECT_TRUE(L::bump_wraps(w));
+  EXPECT_FALSE(L::bump_wraps(b));
+  EXPECT_FALSE(L::bump_wraps(L::bump(b)));
 }
 
 }  // namespace

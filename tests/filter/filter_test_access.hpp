@@ -52,6 +52,27 @@ class CuckooFilterTestAccess {
   static std::uint32_t mask(const CuckooFilter<F>& f) {
     return f.mask_;
   }
+  template <unsigned F>
+  static std::uint64_t wraps(const CuckooFilter<F>& f) {
+    return kcas::read(f.wraps_);
+  }
+  // One move of the filter's own kind (the K-CAS of a cuckoo-path hop).
+  template <unsigned F>
+  static bool move(CuckooFilter<F>& f, std::uint32_t src, unsigned slot, std::uint32_t dst) {
+    const std::uint64_t fp = BucketLayout<F>::slot(kcas::read(f.table_[src]), slot);
+    return fp != 0 && f.move_one(src, slot, fp, dst);
+  }
+
+#ifdef CG_FILTER_TEST_HOOKS
+  // Runs fn(ctx, point) inside every later lookup of f at the hook points, until
+  // cleared with fn = nullptr. Single-threaded use: the callback plays the writer.
+  template <unsigned F>
+  static void set_lookup_hook(const CuckooFilter<F>& f, void (*fn)(void*, typename CuckooFilter<F>::HookPoint),
+                              void* ctx) {
+    f.hook_ = fn;
+    f.hook_ctx_ = ctx;
+  }
+#endif
 };
 
 }  // namespace cg

@@ -6,9 +6,10 @@
 //   bits 4F..62 : counter (63 - 4F bits; 15 bits for F = 12, 31 for F = 8)
 //   bits 0..4F-1: slot s in bits [s*F, s*F + F); fingerprint 0 = empty slot
 //
-// The counter is bumped (mod 2^kCounterBits) by every operation that adds a
-// fingerprint to the bucket (insert, and both buckets of a move). Erase does not
-// bump it. docs/concurrency.md explains why that is enough for lookups.
+// The counter is bumped (mod 2^kCounterBits) by every insert into the bucket and
+// by every move into or out of it (a move bumps both buckets). Erase does not
+// bump it. A bump that wraps it to 0 also increments the filter's wrap word in
+// the same K-CAS. docs/concurrency.md explains why that is enough for lookups.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +65,8 @@ struct BucketLayout {
   static constexpr std::uint64_t bump(std::uint64_t w) noexcept {
     return (w & ~kCounterMask) | ((w + (std::uint64_t{1} << kCounterShift)) & kCounterMask);
   }
+  // True iff bump(w) wraps the counter around to 0.
+  static constexpr bool bump_wraps(std::uint64_t w) noexcept { return (w & kCounterMask) == kCounterMask; }
   static constexpr std::uint64_t set_slot(std::uint64_t w, unsigned s, std::uint64_t fp) noexcept {
     return (w & ~(kFpMax << (s * F))) | (fp << (s * F));
   }

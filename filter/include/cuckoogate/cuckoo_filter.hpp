@@ -82,7 +82,13 @@ class CuckooFilter {
     const std::uint32_t i1 = Layout::index1(hash, mask_);
     const std::uint32_t i2 = Layout::alt(i1, fp, mask_);
     if (st != nullptr) ++st->lookups;
-    return lookup_fast(i1, i2, fp, st);
+    // The wrap word is loaded before the first bucket load and after the last:
+    // a miss stands only if no bucket counter wrapped in between (see wraps_).
+    const std::uint64_t g0 = wraps_.load(std::memory_order_seq_cst);
+    const bool hit = lookup_fast(i1, i2, fp, st);
+    const std::uint64_t g1 = wraps_.load(std::memory_order_seq_cst);
+    if ((int{hit} | int{wraps_unchanged(g0, g1)}) != 0) [[likely]] return hit;
+    return lookup(i1, i2, fp, st);
   }
 
   // hit_mask has (n + 63) / 64 words; bit (i % 64) of word (i / 64) is set iff
@@ -103,10 +109,19 @@ class CuckooFilter {
       }
       for (std::size_t j = 0; j < std::min(kAhead, m); ++j) prefetch(i1[j], i2[j]);
       std::uint64_t bits = 0;
+      // One wrap-word check for the whole group: loaded before the group's first
+      // bucket load and after its last, it brackets every lookup in the group.
+      const std::uint64_t g0 = wraps_.load(std::memory_order_seq_cst);
       for (std::size_t j = 0; j < m; ++j) {
         if (j + kAhead < m) prefetch(i1[j + kAhead], i2[j + kAhead]);
         const bool hit = lookup_fast(i1[j], i2[j], fp[j], st);
         bits |= std::uint64_t{hit} << j;
+      }
+      const std::uint64_t g1 = wraps_.load(std::memory_order_seq_cst);
+      if (!wraps_unchanged(g0, g1)) [[unlikely]] {
+        // A counter wrapped during the group: the misses are decided again.
+        for (std::size_t j = 0; j < m; ++j)
+          if (((bits >> j) & 1) == 0) bits |= std::uint64_t{lookup(i1[j], i2[j], fp[j], st)} << j;
       }
       hit_mask[base / 64] = bits;
       if (st != nullptr) st->lookups += m;
@@ -151,6 +166,7 @@ class CuckooFilter {
     const std::uint32_t i1 = Layout::index1(hash, mask_);
     const std::uint32_t i2 = Layout::alt(i1, fp, mask_);
     for (;;) {
+      const std::uint64_t g0 = kcas::read(wraps_);
       const std::uint64_t w1 = kcas::read_help(table_[i1]);
       int r = try_remove(i1, w1, fp);
       if (r < 0) continue;
@@ -164,7 +180,8 @@ class CuckooFilter {
         return true;
       }
       // Miss in both: valid only if nothing was added to i1 since w1 (same rule as lookup).
-      if (Layout::counter(kcas::read_help(table_[i1])) == Layout::counter(w1)) return false;
+      if (Layout::counter(kcas::read_help(table_[i1])) == Layout::counter(w1) && kcas::read(wraps_) == g0)
+        return false;
     }
   }
 
@@ -201,6 +218,12 @@ class CuckooFilter {
   }
   static constexpr unsigned fingerprint_bits() { return FingerprintBits; }
 
+  // Where a test build (CG_FILTER_TEST_HOOKS) may run a callback inside a lookup.
+  enum class HookPoint : std::uint8_t {
+    kAfterFirstLoad,   // i1 loaded (t1), i2 not yet
+    kAfterSecondLoad,  // i2 loaded (t2), the re-check of i1 not yet
+  };
+
  private:
   friend class CuckooFilterTestAccess;
   static constexpr unsigned kMaxAttempts = 64;  // path searches per insert
@@ -234,7 +257,9 @@ class CuckooFilter {
     // that hit and miss take the same path: one well-predicted branch decides
     // between "answer now" and the slow path, none on the (50/50) hit outcome.
     const std::uint64_t w1 = table_[i1].load(std::memory_order_seq_cst);
+    test_hook(HookPoint::kAfterFirstLoad);
     const std::uint64_t w2 = table_[i2].load(std::memory_order_seq_cst);
+    test_hook(HookPoint::kAfterSecondLoad);
     const std::uint64_t again = table_[i1].load(std::memory_order_seq_cst);
     const bool hit = (int{Layout::has(w1, fp)} | int{Layout::has(w2, fp)}) != 0;
     const bool plain = ((w1 | w2) & kcas::kRefBit) == 0;  // no descriptor met
@@ -242,22 +267,40 @@ class CuckooFilter {
     // Answer now: a hit in two logical values, or a miss with i1 unchanged.
     if ((int{plain} & (int{hit} | int{stable})) != 0) [[likely]] return hit;
     if (plain && st != nullptr) ++st->retries;
-    return lookup(i1, i2, fp, kcas::read(table_[i1]), st);
+    return lookup(i1, i2, fp, st);
   }
 
-  // The lookup rule: read i1 (w1 given), then i2; on a miss re-read i1 and accept
-  // the miss iff i1's counter is unchanged, i.e. no fingerprint was added to i1
-  // in between (docs/concurrency.md, "Lookup").
-  bool lookup(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp, std::uint64_t w1,
-              LookupStats* st) const noexcept {
+  // The lookup rule with logical values (kcas::read): read wraps_, i1, i2; on a
+  // miss re-read i1 and wraps_, and accept the miss iff i1's counter and wraps_
+  // are unchanged, i.e. nothing was added to i1 in between and no counter
+  // wrapped (docs/concurrency.md, "Lookup").
+  bool lookup(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp, LookupStats* st) const noexcept {
     for (;;) {
+      const std::uint64_t g0 = kcas::read(wraps_);
+      const std::uint64_t w1 = kcas::read(table_[i1]);
+      test_hook(HookPoint::kAfterFirstLoad);
       if (Layout::has(w1, fp)) return true;
       if (Layout::has(kcas::read(table_[i2]), fp)) return true;
+      test_hook(HookPoint::kAfterSecondLoad);
       const std::uint64_t again = kcas::read(table_[i1]);
-      if (Layout::counter(again) == Layout::counter(w1)) return false;
+      if (Layout::counter(again) == Layout::counter(w1) && kcas::read(wraps_) == g0) return false;
       if (st != nullptr) ++st->retries;
-      w1 = again;
     }
+  }
+
+  // Raw wrap-word loads g0 (before) and g1 (after): no counter wrapped in between
+  // iff both are the same plain value (a descriptor reference means a wrap is
+  // in progress; the slow path then reads logical values).
+  static bool wraps_unchanged(std::uint64_t g0, std::uint64_t g1) noexcept {
+    return g0 == g1 && !kcas::is_ref(g0);
+  }
+
+  // A bucket update whose counter bump wraps the counter to 0: the K-CAS of
+  // e[0..n) plus wraps_ += 1 in the same atomic step. e has room for n + 1.
+  kcas::Status cas_wrapping(kcas::Entry* e, unsigned n) noexcept {
+    const std::uint64_t g = kcas::read_help(wraps_);
+    e[n] = {&wraps_, g, g + 1};
+    return kcas::cas(e, n + 1);
   }
 
   // CAS fp into a free slot of bucket b, bumping its counter.
@@ -267,10 +310,17 @@ class CuckooFilter {
     for (;;) {
       const unsigned s = Layout::find(v, 0);
       if (s == Layout::kSlots) return false;
+      const std::uint64_t nv = Layout::bump(Layout::set_slot(v, s, fp));
+      if (Layout::bump_wraps(v)) [[unlikely]] {  // this bump wraps: publish it on wraps_
+        kcas::Entry e[2] = {{&word, v, nv}, {}};
+        const kcas::Status r = cas_wrapping(e, 1);
+        if (r == kcas::Status::kSucceeded) return true;
+        if (r == kcas::Status::kNoSlot) return false;
+        v = kcas::read_help(word);
+        continue;
+      }
       // seq_cst: writer RMWs and lookup loads share the total order S.
-      if (word.compare_exchange_weak(v, Layout::bump(Layout::set_slot(v, s, fp)), std::memory_order_seq_cst,
-                                     std::memory_order_seq_cst))
-        return true;
+      if (word.compare_exchange_weak(v, nv, std::memory_order_seq_cst, std::memory_order_seq_cst)) return true;
       if (kcas::is_ref(v)) v = kcas::read_help(word);
     }
   }
@@ -294,27 +344,45 @@ class CuckooFilter {
     unsigned s[kMaxPathMoves];
     std::uint64_t f[kMaxPathMoves];
     if (!decode_cuckoo_path<FingerprintBits>(path, i1, i2, mask_, reader(), b, s, f)) return false;
-    for (unsigned j = path.moves; j-- > 0;) {
-      for (;;) {
-        const std::uint64_t ws = kcas::read_help(table_[b[j]]);
-        if (Layout::slot(ws, s[j]) != f[j]) return false;
-        const std::uint64_t wd = kcas::read_help(table_[b[j + 1]]);
-        const unsigned e = Layout::find(wd, 0);
-        if (e == Layout::kSlots) return false;
-        kcas::Entry en[2] = {
-            {&table_[b[j]], ws, Layout::bump(Layout::set_slot(ws, s[j], 0))},
-            {&table_[b[j + 1]], wd, Layout::bump(Layout::set_slot(wd, e, f[j]))},
-        };
-        const kcas::Status r = kcas::cas(en, 2);
-        if (r == kcas::Status::kSucceeded) {
-          counters_.kicks.fetch_add(1, std::memory_order_relaxed);
-          break;
-        }
-        if (r == kcas::Status::kNoSlot) return false;
-        counters_.kcas_retries.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
+    for (unsigned j = path.moves; j-- > 0;)
+      if (!move_one(b[j], s[j], f[j], b[j + 1])) return false;
     return true;
+  }
+
+  // One hop: fingerprint fp from slot s of bucket src to a free slot of dst, in
+  // one K-CAS that bumps both counters. False if src's slot no longer holds fp,
+  // dst is full, or no K-CAS slot.
+  bool move_one(std::uint32_t src, unsigned s, std::uint64_t fp, std::uint32_t dst) noexcept {
+    for (;;) {
+      const std::uint64_t ws = kcas::read_help(table_[src]);
+      if (Layout::slot(ws, s) != fp) return false;
+      const std::uint64_t wd = kcas::read_help(table_[dst]);
+      const unsigned e = Layout::find(wd, 0);
+      if (e == Layout::kSlots) return false;
+      kcas::Entry en[3] = {
+          {&table_[src], ws, Layout::bump(Layout::set_slot(ws, s, 0))},
+          {&table_[dst], wd, Layout::bump(Layout::set_slot(wd, e, fp))},
+          {},
+      };
+      const bool wraps = Layout::bump_wraps(ws) || Layout::bump_wraps(wd);
+      const kcas::Status r = wraps ? cas_wrapping(en, 2) : kcas::cas(en, 2);
+      if (r == kcas::Status::kSucceeded) {
+        counters_.kicks.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      if (r == kcas::Status::kNoSlot) return false;
+      counters_.kcas_retries.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void test_hook([[maybe_unused]] HookPoint p) const noexcept {
+#ifdef CG_FILTER_TEST_HOOKS
+    if (hook_ == nullptr) return;
+    const Hook h = hook_;
+    hook_ = nullptr;  // the callback may call into the filter: no re-entry
+    h(hook_ctx_, p);
+    hook_ = h;
+#endif
   }
 
   // Read-mostly fields (set once in create), on their own cache line.
@@ -323,6 +391,18 @@ class CuckooFilter {
   std::uint32_t mask_ = 0;
   std::uint64_t seed_ = 0;
   FilterAllocator alloc_{};
+#ifdef CG_FILTER_TEST_HOOKS
+  using Hook = void (*)(void* ctx, HookPoint p);
+  mutable Hook hook_ = nullptr;
+  mutable void* hook_ctx_ = nullptr;
+#endif
+
+  // Number of bucket-counter wraps so far. A bump that wraps a bucket's counter
+  // to 0 is made in one K-CAS with wraps_ += 1, so "i1's counter equal and wraps_
+  // unchanged" proves that nothing was added to i1 between two loads, however
+  // long the reader was stalled (docs/concurrency.md, "Counter wrap"). Written
+  // once per 2^kCounterBits bumps of one bucket; own line, read-mostly.
+  alignas(64) kcas::Word wraps_{0};
 
   // Writer-side counters (relaxed RMWs); readers never touch this line.
   struct alignas(64) Counters {
