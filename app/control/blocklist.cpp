@@ -1,6 +1,7 @@
 #include "control/blocklist.hpp"
 
 #include <fcntl.h>
+#include <rte_eal.h>
 #include <rte_malloc.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -12,28 +13,41 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cuckoogate/mem/huge_pages.hpp"
+
 namespace cg {
 namespace {
-
-struct RteAlloc {
-  static void* alloc(void* ctx, std::size_t bytes, std::size_t align) {
-    const int socket = static_cast<int>(reinterpret_cast<intptr_t>(ctx));
-    return rte_zmalloc_socket("cg_filter", bytes, static_cast<unsigned>(align), socket);
-  }
-  static void release(void*, void* p) { rte_free(p); }
-};
 
 // Journal compaction threshold: records since the last snapshot.
 constexpr uint64_t kSnapshotEvery = 1u << 20;
 
 }  // namespace
 
+// The filter's table: NUMA-local EAL memory when EAL has hugepages; with
+// --no-huge, huge-page-advised anonymous memory instead (EAL's is 4 KiB
+// pages, a TLB miss per bucket read; see cuckoogate/mem/huge_pages.hpp).
+void* Blocklist::filter_alloc(void* ctx, std::size_t bytes, std::size_t align) {
+  auto& fm = *static_cast<FilterMemory*>(ctx);
+  if (fm.eal) return rte_zmalloc_socket("cg_filter", bytes, static_cast<unsigned>(align), fm.socket);
+  fm.bytes = bytes;  // one table per filter
+  return align <= 4096 ? mem::map_pages(bytes) : nullptr;
+}
+
+void Blocklist::filter_release(void* ctx, void* p) {
+  auto& fm = *static_cast<FilterMemory*>(ctx);
+  if (fm.eal) {
+    rte_free(p);
+  } else {
+    mem::unmap_pages(p, fm.bytes);
+  }
+}
+
 std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
                                              std::vector<std::string>* notes) {
   std::unique_ptr<Blocklist> b(new Blocklist());
   b->capacity_ = o.capacity;
-  FilterAllocator a{&RteAlloc::alloc, &RteAlloc::release,
-                    reinterpret_cast<void*>(static_cast<intptr_t>(o.socket))};
+  b->filter_mem_ = {o.socket, rte_eal_has_hugepages() != 0, 0};
+  FilterAllocator a{&filter_alloc, &filter_release, &b->filter_mem_};
   // Cuckoo filters with 4-slot buckets reach ~95% load; size for 90%.
   b->filter_ = GatewayFilter::create(o.capacity + o.capacity / 9 + 64, a);
   if (!b->filter_) {

@@ -152,6 +152,16 @@ class Blocklist {
   uint32_t take_slot();
   void release_slot(uint32_t slot);
 
+  // Where the filter's table lives (see filter_alloc); declared before
+  // filter_, so that it outlives the filter, whose destructor releases it.
+  struct FilterMemory {
+    int socket = 0;
+    bool eal = true;        // rte_zmalloc_socket; false: mem::map_pages
+    std::size_t bytes = 0;  // what map_pages was asked for
+  };
+  static void* filter_alloc(void* ctx, std::size_t bytes, std::size_t align);
+  static void filter_release(void* ctx, void* p);
+  FilterMemory filter_mem_;
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
   std::unique_ptr<store::RuleStore> store_;

@@ -63,7 +63,8 @@ struct StatsSnapshot {
   uint64_t cache_hits = 0, cache_misses = 0, flow_drops = 0, untracked = 0, rejects_sent = 0,
            rejects_limited = 0, rejects_failed = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
-  uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0;
+  uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
+           flows_syn_deferred = 0;
 
   void add(const WorkerStats& w) noexcept {
     auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };

@@ -116,6 +116,7 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     fc.capacity = cfg.flows;
     fc.ticks_per_second = hz;
     fc.seed = rte_rdtsc() * 0x9e3779b97f4a7c15ULL ^ cfg.id;  // not predictable from outside
+    fc.track_bare_syn = false;  // a SYN flood must not reach the table (docs/dataplane.md)
     // EAL memory when it is hugepages; with --no-huge it is a shared memfd
     // in 4 KiB pages that the kernel will not back with transparent huge
     // pages, so the table's own default (anonymous memory, THP advised).
@@ -168,7 +169,12 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
     s.flow[i] = -1;
     if (flows_ == nullptr || m.family == 0 || !m.l4) continue;  // fragments, non-IP: judged alone
     flow::FlowPacket& fp = s.fp[nf];
-    fp.side = flow::make_flow_key({frame + m.addr_off, frame + m.addr_off + m.addr_len(), m.sport, m.dport,
+    // The ports straight from the frame (network order: the table only needs
+    // one order), not from m: parse_packet has just stored them as two
+    // 16-bit fields and reading them back as one word stalls store forwarding.
+    uint16_t ports[2] = {0, 0};
+    if (proto_has_ports(m.proto)) std::memcpy(ports, frame + m.l4_off, 4);  // l4: the header is there
+    fp.side = flow::make_flow_key({frame + m.addr_off, frame + m.addr_off + m.addr_len(), ports[0], ports[1],
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
@@ -180,9 +186,11 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     if (r.entry == nullptr || !r.created) continue;
-    // Its initiator is only known when a bare SYN opened it (or a DNS query).
+    // Its initiator is only known when the handshake opened it (the
+    // responder's SYN-ACK creates TCP entries; a bare SYN, in tables that
+    // track them) or a DNS query did.
     const PacketMeta& m = s.meta[i];
-    const bool sure = m.proto == kProtoTcp ? (m.tcp_flags & 0x12) == 0x02
+    const bool sure = m.proto == kProtoTcp ? (m.tcp_flags & 0x02) != 0
                                            : !(m.proto == kProtoUdp && m.sport == 53);
     if (!sure) r.entry->flags |= kUncertain;
   }
@@ -258,7 +266,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   for (uint16_t i = 0; i < n; ++i) {
     s.hit[i] = {};
     s.classify[i] = !from_cache(i, gen);
-    untracked += s.flow[i] < 0 || s.fr[s.flow[i]].entry == nullptr;
+    // Untracked: no flow could be kept (not a bare SYN, which waits for its answer).
+    untracked += s.flow[i] < 0 || (s.fr[s.flow[i]].entry == nullptr && !s.fr[s.flow[i]].deferred);
     if (!s.classify[i]) {
       ++hits_cached;
       continue;

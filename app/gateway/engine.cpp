@@ -42,6 +42,7 @@ void add_flow_stats(StatsSnapshot& s, const flow::FlowStats& f) {
   s.flows_created += f.created;
   s.flows_evicted += f.evicted;
   s.flows_expired += f.expired;
+  s.flows_syn_deferred += f.syn_deferred;
 }
 
 void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot& s) {
@@ -64,6 +65,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "flows.created", s.flows_created);
   line(out, p + "flows.evicted", s.flows_evicted);
   line(out, p + "flows.expired", s.flows_expired);
+  line(out, p + "flows.syn_deferred", s.flows_syn_deferred);
   line(out, p + "flows.untracked", s.untracked);
   line(out, p + "cache.hits", s.cache_hits);
   line(out, p + "cache.misses", s.cache_misses);
@@ -95,6 +97,7 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "flows_created", s.flows_created);
   rte_tel_data_add_dict_u64(d, "flows_evicted", s.flows_evicted);
   rte_tel_data_add_dict_u64(d, "flows_expired", s.flows_expired);
+  rte_tel_data_add_dict_u64(d, "flows_syn_deferred", s.flows_syn_deferred);
   rte_tel_data_add_dict_u64(d, "cache_hits", s.cache_hits);
   rte_tel_data_add_dict_u64(d, "cache_misses", s.cache_misses);
   rte_tel_data_add_dict_u64(d, "flow_drops", s.flow_drops);

@@ -428,6 +428,61 @@ TEST(FlowTable, AFloodOfNewFlowsKeepsMemoryAndCapacityFixed) {
   EXPECT_EQ(ca.releases, 1);
 }
 
+// ---- bare SYNs wait for their answer (track_bare_syn off) ----------------
+
+TEST(FlowTable, ABareSynCreatesNoEntryAndItsSynAckCreatesItForTheClient) {
+  FlowTableConfig c = config();
+  c.track_bare_syn = false;
+  auto t = make_table(c);
+  const FlowResult syn = track(*t, tcp(7, false, kTcpSyn), 0);
+  EXPECT_EQ(syn.entry, nullptr);
+  EXPECT_TRUE(syn.deferred);
+  EXPECT_EQ(t->stats().active, 0u);
+  EXPECT_EQ(t->stats().syn_deferred, 1u);
+  EXPECT_FALSE(alive(*t, tcp(7, false, 0), 1));
+  // The SYN-ACK creates it; its receiver (the client) is the initiator.
+  const FlowResult sa = track(*t, tcp(7, true, kTcpSyn | kTcpAck), 2);
+  ASSERT_NE(sa.entry, nullptr);
+  EXPECT_TRUE(sa.created);
+  EXPECT_FALSE(sa.deferred);
+  EXPECT_EQ(sa.dir, Dir::kReverse);
+  EXPECT_EQ(sa.state, FlowState::kTcpEstablished);
+  EXPECT_TRUE(sa.replied);
+  const FlowResult ack = track(*t, tcp(7, false, kTcpAck), 3);
+  EXPECT_EQ(ack.entry, sa.entry);
+  EXPECT_EQ(ack.dir, Dir::kForward);
+  EXPECT_EQ(ack.state, FlowState::kTcpEstablished);
+  // A retransmitted SYN of a tracked flow finds it (no new deferral).
+  EXPECT_EQ(track(*t, tcp(7, false, kTcpSyn), 4).entry, sa.entry);
+  EXPECT_EQ(t->stats().syn_deferred, 1u);
+  // Mid-stream packets and UDP still create entries on their own.
+  EXPECT_NE(track(*t, tcp(8, false, kTcpAck), 5).entry, nullptr);
+  EXPECT_NE(track(*t, v4(9), 6).entry, nullptr);
+  EXPECT_EQ(t->stats().created, 3u);
+}
+
+TEST(FlowTable, ASynFloodDoesNotTouchTheTableWhenBareSynsWait) {
+  FlowTableConfig c = config(1024);
+  c.track_bare_syn = false;
+  auto t = make_table(c);
+  for (uint32_t n = 0; n < 64; ++n) {  // established flows, created by their SYN-ACKs
+    track(*t, tcp(1'000'000 + n, false, kTcpSyn), 0);
+    track(*t, tcp(1'000'000 + n, true, kTcpSyn | kTcpAck), 0);
+  }
+  std::vector<FlowPacket> flood;
+  for (uint32_t n = 0; n < 10 * 1024; ++n) flood.push_back(tcp(n, false, kTcpSyn));
+  std::vector<FlowResult> out(flood.size());
+  for (std::size_t i = 0; i < flood.size(); i += 32)
+    t->track_burst(flood.data() + i, 32, 1 + i, out.data() + i);
+  const FlowStats s = t->stats();
+  EXPECT_EQ(s.active, 64u);
+  EXPECT_EQ(s.evicted, 0u);
+  EXPECT_EQ(s.insert_failed, 0u);
+  EXPECT_EQ(s.syn_deferred, 64u + 10u * 1024u);
+  for (const FlowResult& r : out) EXPECT_TRUE(r.deferred && r.entry == nullptr);
+  for (uint32_t n = 0; n < 64; ++n) EXPECT_TRUE(alive(*t, tcp(1'000'000 + n, false, 0), 20000)) << n;
+}
+
 // The default memory: a table of a huge page or more starts on a 2 MiB
 // boundary, in a mapping advised for transparent huge pages (VmFlags "hg"),
 // and is unmapped when destroyed.

@@ -93,12 +93,15 @@ TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
   const auto s = replay(in, "dst 192.0.2.1\n");
   EXPECT_EQ(s["passed"], 102);
   EXPECT_EQ(s["flows"]["created"], 1);
-  // Classified once each way (the SYN, the SYN-ACK): later packets of the
-  // same direction in the burst follow that verdict, later bursts take it
-  // from the cache (answers carry payload, but only what the initiator of a
-  // SYN-opened flow sends is inspected).
-  EXPECT_EQ(s["cache"]["misses"], 2);
-  EXPECT_EQ(s["cache"]["hits"], 100);
+  // The SYN is judged alone (its flow is created by the SYN-ACK, so a SYN
+  // flood never fills the table); then each direction is classified once
+  // (the SYN-ACK, the first ACK): later packets of the same direction in the
+  // burst follow that verdict, later bursts take it from the cache (answers
+  // carry payload, but only what the initiator of a handshake-opened flow
+  // sends is inspected).
+  EXPECT_EQ(s["flows"]["syn_deferred"], 1);
+  EXPECT_EQ(s["cache"]["misses"], 3);
+  EXPECT_EQ(s["cache"]["hits"], 99);
 }
 
 // A rule added mid-stream reaches a flow whose packets are all served from
@@ -208,8 +211,32 @@ TEST_F(Flows, RejectRepliesAreRateLimited) {
 }
 
 // More new flows than the table holds: memory is the table's, evictions are
-// counted, and a blocked connection that keeps talking stays blocked.
+// counted, and a blocked connection that keeps talking stays blocked. The
+// flood is of packets that create entries (mid-stream TCP segments from
+// random sources; bare SYNs do not, see the next test).
 TEST_F(Flows, AFloodOfNewFlowsEvictsButKeepsJudgingLongFlows) {
+  const Conn k;
+  std::vector<Bytes> in = {k.c2s(0x02, 100, 0).frame(), k.s2c(0x12, 500, 101).frame(),
+                           k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame()};
+  std::vector<Bytes> want_drop = {in.back()};
+  for (int i = 0; i < 20000; ++i) {
+    const std::string src = "172.16." + std::to_string(i >> 8 & 255) + "." + std::to_string(i & 255);
+    in.push_back(Packet().ipv4(src, "10.9.0.1").tcp(static_cast<uint16_t>(2000 + i % 50000), 80, 0x10).frame());
+    if (i % 100 == 0) {
+      in.push_back(k.s2c(0x18, 501, 400).payload("more " + std::to_string(i)).frame());
+      want_drop.push_back(in.back());
+    }
+  }
+  const auto s = replay(in, "host blocked.example\n", {"--flows", "1024"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), want_drop);
+  EXPECT_GT(s["flows"]["evicted"].get<uint64_t>(), 15000u);
+  EXPECT_LE(s["flows"]["active"].get<uint64_t>(), 1024u);
+}
+
+// A SYN flood from random sources never reaches the table: bare SYNs are
+// judged alone and a flow is created by the responder's SYN-ACK, so the
+// established flows of a full table stay (nothing evicted) and stay judged.
+TEST_F(Flows, ASynFloodCreatesNoFlowsAndEvictsNothing) {
   const Conn k;
   std::vector<Bytes> in = {k.c2s(0x02, 100, 0).frame(), k.s2c(0x12, 500, 101).frame(),
                            k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame()};
@@ -224,8 +251,10 @@ TEST_F(Flows, AFloodOfNewFlowsEvictsButKeepsJudgingLongFlows) {
   }
   const auto s = replay(in, "host blocked.example\n", {"--flows", "1024"});
   EXPECT_EQ(read_pcap(path("drop.pcap")), want_drop);
-  EXPECT_GT(s["flows"]["evicted"].get<uint64_t>(), 15000u);
-  EXPECT_LE(s["flows"]["active"].get<uint64_t>(), 1024u);
+  EXPECT_EQ(s["flows"]["evicted"], 0);
+  EXPECT_EQ(s["flows"]["created"], 1);
+  EXPECT_EQ(s["flows"]["syn_deferred"], 20001);
+  EXPECT_EQ(s["flows"]["untracked"], 0);
 }
 
 // Ways around a verdict cache that a reviewer found, each now judged:

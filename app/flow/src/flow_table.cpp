@@ -22,8 +22,7 @@
 #include <cstring>
 #include <new>
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include "cuckoogate/mem/huge_pages.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -82,9 +81,18 @@ unsigned first_slot(uint32_t m) noexcept {
   return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
 }
 
+// An IPv4 key has 24 zero bytes (the rest of its address fields): hashing
+// its 16 meaningful bytes takes XXH3's short path, a third of the 40-byte
+// one's cost. Both forms depend on every byte that can differ.
 CG_FLOW_INLINE uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
-  return XXH3_64bits_withSeed(&key, sizeof key, seed);
+  if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
+  unsigned char v4[16];
+  std::memcpy(v4, key.addr_a, 4);
+  std::memcpy(v4 + 4, key.addr_b, 4);
+  std::memcpy(v4 + 8, &key.port_a, 8);  // port_a, port_b, zone, proto, family
+  return XXH3_64bits_withSeed(v4, sizeof v4, seed);
 }
+static_assert(offsetof(FlowKey, family) == offsetof(FlowKey, port_a) + 7);
 
 bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
   uint64_t x[5], y[5];
@@ -128,34 +136,11 @@ FlowState tcp_next(FlowState s, uint8_t& bits, Dir d, uint8_t tcp_flags) noexcep
   return s;
 }
 
-// Tables of a huge page or more are mapped in whole, aligned huge pages and
-// advised as such (a hint: the kernel may refuse or lack THP); smaller ones
-// in whole small pages. Page alignment covers any `align` up to 4 KiB.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-std::size_t mapped_length(std::size_t size) noexcept {
-  const std::size_t unit = size >= kHugePage ? kHugePage : static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return (size + unit - 1) / unit * unit;
-}
-
-void* default_allocate(std::size_t size, std::size_t align, void*) {
-  const std::size_t len = mapped_length(size);
-  if (len < kHugePage || align > kHugePage) {
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
-  }
-  // One huge page more than needed, then the unaligned ends are given back.
-  void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto b = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t start = (b + kHugePage - 1) & ~(kHugePage - 1);
-  if (start > b) munmap(raw, start - b);
-  munmap(reinterpret_cast<void*>(start + len), b + kHugePage - start);  // the tail, never empty
-  (void)madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);
-  return reinterpret_cast<void*>(start);
+void* default_allocate(std::size_t size, std::size_t, void*) {
+  return mem::map_pages(size);  // page-aligned, so any `align` up to 4 KiB
 }
 void default_release(void* p, std::size_t size, void*) {
-  munmap(p, mapped_length(size));
+  mem::unmap_pages(p, size);
 }
 
 inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
@@ -229,6 +214,7 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   t->mask_ = buckets - 1;
   t->seed_ = cfg.seed;
   t->shift_ = shift;
+  t->track_bare_syn_ = cfg.track_bare_syn;
   t->bytes_ = bytes;
   t->alloc_ = a;
   std::memcpy(t->timeout_, units, sizeof units);
@@ -356,13 +342,33 @@ CG_FLOW_INLINE FlowResult FlowTable::track_hashed(const FlowKey& key, uint64_t h
     return {&b.entry[i], d, s, false, (bits & kReplied) != 0};
   }
   add(CG_FLOW_COUNTER(misses));
+  Side init = side;
+  if (key.proto == kProtoTcp && !track_bare_syn_) {
+    const uint8_t syn_ack = tcp_flags & (kTcpSyn | kTcpAck);
+    if (syn_ack == kTcpSyn) {
+      add(CG_FLOW_COUNTER(syn_deferred));
+      FlowResult r;
+      r.deferred = true;
+      return r;
+    }
+    // The answer to a SYN that was not tracked: its receiver initiated.
+    if (syn_ack == (kTcpSyn | kTcpAck)) init = side == Side::kA ? Side::kB : Side::kA;
+  }
   uint32_t free_mask = match(b.sig, 0);
   int slot = free_mask != 0 ? static_cast<int>(first_slot(free_mask)) : make_room(b, t);
   if (slot < 0) {
     add(CG_FLOW_COUNTER(insert_failed));
     return {};
   }
-  return fill(b, static_cast<unsigned>(slot), key, sig, side, tcp_flags, t, pin);
+  FlowResult r = fill(b, static_cast<unsigned>(slot), key, sig, init, tcp_flags, t, pin);
+  if (init != side) {  // created by the responder's SYN-ACK: the handshake is answered
+    b.bits[slot] |= kReplied;
+    b.state[slot] = static_cast<uint8_t>(FlowState::kTcpEstablished);
+    r.dir = Dir::kReverse;
+    r.state = FlowState::kTcpEstablished;
+    r.replied = true;
+  }
+  return r;
 }
 
 FlowResult FlowTable::track(const FlowKey& key, Side side, uint8_t tcp_flags,

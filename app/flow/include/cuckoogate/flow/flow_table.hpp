@@ -128,6 +128,13 @@ struct FlowTableConfig {
   // Hash seed: pass a random one so that senders cannot aim at one bucket.
   uint64_t seed = 0;
   FlowTimeouts timeouts;
+  // false: a bare TCP SYN (SYN without ACK) that finds no entry creates none
+  // (FlowResult::deferred, counted in syn_deferred); the responder's SYN-ACK
+  // creates it, with the SYN-ACK's receiver as the initiator. A SYN flood
+  // from random sources then never touches the table, so it cannot evict
+  // established flows, and the handshake's answer proves the flow is real.
+  // Other packets that find no entry (UDP, mid-stream TCP) still create one.
+  bool track_bare_syn = true;
 };
 
 // Where the table's single block of memory comes from. allocate() returns
@@ -158,6 +165,7 @@ struct FlowResult {
   bool created = false;  // a fresh entry (verdict fields zero): new flow, expired one, or a
                          // TCP SYN reopening a closing/closed flow
   bool replied = false;  // packets have been seen in both directions
+  bool deferred = false;  // entry == nullptr: a bare SYN with track_bare_syn off (not a failure)
 };
 
 // A snapshot of the counters. This is the one list of them: the table keeps
@@ -171,6 +179,7 @@ struct FlowStats {
   uint64_t hits = 0;             // track(): live entry found
   uint64_t misses = 0;           // track(): no live entry (created or insert_failed)
   uint64_t insert_failed = 0;    // track_burst(): every slot of the bucket pinned
+  uint64_t syn_deferred = 0;     // bare SYNs that created no entry (track_bare_syn off)
 };
 
 struct FlowTableTestAccess;  // tests only
@@ -254,6 +263,7 @@ class alignas(64) FlowTable {
   uint64_t seed_ = 0;
   unsigned shift_ = 0;   // stamp = now >> shift_
   uint64_t cursor_ = 0;  // expire()
+  bool track_bare_syn_ = true;
   std::size_t bytes_ = 0;
   FlowAllocator alloc_;
   uint32_t timeout_[16] = {};  // in stamp units, by state | reply flag << 3
