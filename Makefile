@@ -7,4 +7,4 @@ test:
 build:
 	@scripts/build.sh build
 clean:
-	rm -rf build build-tsan build-asan build-fuzz
+	rm -rf build build-tsan build-asan build-fuzz build-aarch64
