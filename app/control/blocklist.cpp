@@ -117,11 +117,13 @@ Blocklist::~Blocklist() {
   rte_free(removed_at_);
 }
 
-void Blocklist::bump_generation() noexcept {
+void Blocklist::bump_generation(bool added) noexcept {
   // release: a worker whose acquire load sees the new generation also sees
-  // the filter, exact-set and removed_at stores made before it. One writer
-  // (the control thread), so a plain load + store suffices.
+  // the filter, exact-set, kind-mask and removed_at stores made before it.
+  // One writer (the control thread), so a plain load + store suffices.
   generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (added)
+    pass_generation_.store(pass_generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void Blocklist::release_slot(uint32_t slot) {
@@ -183,10 +185,12 @@ bool Blocklist::insert_lookup(const Rule& r) {
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
     count_kind(r.kind, -1);
-    bump_generation();  // pure-filter flows blocked by the short-lived fingerprint are judged again
+    // Pure-filter flows blocked by the short-lived fingerprint are judged
+    // again; nothing was added, so cached passes stand.
+    bump_generation(/*added=*/false);
     return false;
   }
-  bump_generation();
+  bump_generation(/*added=*/true);
   return true;
 }
 
@@ -199,7 +203,7 @@ void Blocklist::remove_lookup(const Rule& r) {
   if (slot >= 0) release_slot(static_cast<uint32_t>(slot));
   filter_->erase(k.hash);
   count_kind(r.kind, -1);
-  bump_generation();
+  bump_generation(/*added=*/false);  // a removal never turns a pass into a drop
 }
 
 void Blocklist::remove_text(const std::string& text) {

@@ -126,6 +126,11 @@ class Blocklist {
   // (acquire) at the start of a burst; a flow verdict cached at an older
   // generation is re-evaluated, so a change reaches every flow within a burst.
   const std::atomic<uint64_t>& generation() const noexcept { return generation_; }
+  // Bumped (release, after generation) only by changes that add a lookup
+  // entry (add, load): a cached "pass" is re-evaluated when this moves. A
+  // removal (del, expiry, flush) cannot turn a pass into a drop, so it
+  // leaves passing flows cached; blocked flows check slot_removed_at.
+  const std::atomic<uint64_t>& pass_generation() const noexcept { return pass_generation_; }
   // Per hit-counter slot: the generation at which the rule holding it was
   // last removed (stored with release before the generation bump). A flow
   // blocked at generation G by the rule in slot s is still blocked by that
@@ -178,8 +183,9 @@ class Blocklist {
   std::vector<uint64_t> base_;
   std::function<uint64_t(uint32_t)> hit_reader_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> pass_generation_{0};
   std::atomic<uint64_t>* removed_at_ = nullptr;  // capacity_ entries, rte_zmalloc'ed
-  void bump_generation() noexcept;
+  void bump_generation(bool added) noexcept;
 };
 
 }  // namespace cg

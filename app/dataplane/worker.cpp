@@ -49,7 +49,8 @@ void flow_free(void* p, std::size_t, void*) { rte_free(p); }
 // FlowEntry::flags bits (spare ones of the flow table's; kFlowBlocked is 0x01).
 // kJudgingFwd/Rev: a packet of the flow in that direction is being
 // classified in this burst (set in from_cache, cleared in step 3). kPassFwd/kPassRev: "pass" was computed for
-// that direction at FlowEntry::generation — src/dst/flow/service rules read
+// that direction at FlowEntry::generation (a pass generation; a blocked
+// flow's is the full generation) — src/dst/flow/service rules read
 // a packet's direction, so each direction is judged once per generation.
 // kUncertain: the flow was first seen mid-stream (not by a bare SYN, or a
 // DNS answer first), so its initiator is a guess: payload is inspected both
@@ -200,7 +201,7 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
 // verdict (a kind for a blocked flow, 0 to pass), or, for a flow an earlier
 // packet of this burst is being classified for, step 3 of process() takes
 // the verdict that packet gives the flow.
-bool Worker::from_cache(uint16_t i, uint64_t gen) {
+bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
   WorkerScratch& s = *s_;
   if (s.flow[i] < 0) return false;
   const flow::FlowResult& r = s.fr[s.flow[i]];
@@ -226,7 +227,7 @@ bool Worker::from_cache(uint16_t i, uint64_t gen) {
     e->flags |= judging_bit(r.dir);
     return false;
   }
-  if (!e->verdict_current(gen) || (e->flags & pass_bit(r.dir)) == 0 || inspects(*e, s.meta[i], r.dir)) {
+  if (!e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 || inspects(*e, s.meta[i], r.dir)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).
     e->flags |= judging_bit(r.dir);
@@ -250,12 +251,15 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
     *ndrop = *nbad = *nbig = 0;
     return n;
   }
-  // acquire: pairs with the control lcore's release of the generation after
+  // acquire: pairs with the control lcore's release of the generations after
   // each change, and of the kind mask when a kind gains its first rule. The
-  // generation is read FIRST: every mask store a change made precedes its
-  // generation bump, so a burst that sees generation G also sees the mask as
-  // of G. (Read the other way round, a burst could see G+1 with the mask
-  // before G+1 — skip the new rule's kind — and cache "pass" as current.)
+  // generations are read FIRST: every mask store a change made precedes its
+  // generation bumps, so a burst that sees pass generation P also sees the
+  // mask as of P. (Read the other way round, a burst could see P+1 with the
+  // mask before P+1 — skip the new rule's kind — and cache "pass" as current.)
+  // Passes are cached at the pass generation (moved by additions only),
+  // blocks at the full one (every change; see from_cache).
+  const uint64_t pass_gen = cfg_.pass_generation->load(std::memory_order_acquire);
   const uint64_t gen = cfg_.generation->load(std::memory_order_acquire);
   const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
   track_flows(pkts, n, rte_rdtsc());
@@ -265,7 +269,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   uint16_t hits_cached = 0, untracked = 0;
   for (uint16_t i = 0; i < n; ++i) {
     s.hit[i] = {};
-    s.classify[i] = !from_cache(i, gen);
+    s.classify[i] = !from_cache(i, gen, pass_gen);
     // Untracked: no flow could be kept (not a bare SYN, which waits for its answer).
     untracked += s.flow[i] < 0 || (s.fr[s.flow[i]].entry == nullptr && !s.fr[s.flow[i]].deferred);
     if (!s.classify[i]) {
@@ -327,8 +331,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
         // generation: an answer that matches no rule says nothing about the
         // initiator's packets, nor the other way round.
         const flow::Dir d = s.fr[s.flow[i]].dir;
-        if (!e->verdict_current(gen)) e->flags &= static_cast<uint8_t>(~(kPassFwd | kPassRev));
-        e->set_verdict(flow::Verdict::kPass, gen);
+        if (!e->verdict_current(pass_gen)) e->flags &= static_cast<uint8_t>(~(kPassFwd | kPassRev));
+        e->set_verdict(flow::Verdict::kPass, pass_gen);
         e->flags |= pass_bit(d);
         const PacketMeta& m = s.meta[i];
         if (m.proto == kProtoTcp && inspects(*e, m, d))

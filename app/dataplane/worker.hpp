@@ -52,6 +52,7 @@ struct WorkerConfig {
   // every packet alone.
   uint64_t flows = 0;
   const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
+  const std::atomic<uint64_t>* pass_generation = nullptr;  // Blocklist::pass_generation()
   const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
   // Action for a packet a rule blocks: drop silently, or reject (TCP RSTs,
   // DNS REFUSED, ICMP administratively prohibited; docs/reject.md).
@@ -82,7 +83,7 @@ class Worker {
   uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
   void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
-  bool from_cache(uint16_t i, uint64_t gen);
+  bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   WorkerConfig cfg_;
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows

@@ -296,6 +296,7 @@ bool Engine::start(std::string* err) {
     c.link_stats = link_stats_[w];
     c.flows = opts_.flows;
     c.generation = &blocklist_->generation();
+    c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
     c.reply_port = reply_port_;

@@ -142,6 +142,44 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
   EXPECT_EQ(gw.wait(30s), 130) << gw.err();
 }
 
+// Only additions re-judge passing flows: an added rule (even one that
+// matches nothing here) costs each direction of a cached flow one
+// classification; a deletion cannot turn a pass into a drop, so it costs
+// none.
+TEST_F(Flows, ADeleteLeavesPassingFlowsCached) {
+  const std::string sock = path("ctl.sock");
+  const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
+  const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
+  write_pcap(path("in.pcap"), {a, b});
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--loop", "400000", "--pps", "20000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  auto stat = [&](const std::string& key) -> uint64_t {
+    for (const std::string& l : c.ask_multi("stats"))
+      if (l.rfind(key + " ", 0) == 0) return std::stoull(l.substr(key.size() + 1));
+    return 0;
+  };
+  auto wait = [&](const std::string& key, uint64_t above) {
+    for (int i = 0; i < 1000 && stat(key) <= above; ++i) std::this_thread::sleep_for(10ms);
+    return stat(key) > above;
+  };
+  ASSERT_TRUE(wait("cache.hits", 200)) << gw.err();
+  const uint64_t m0 = stat("cache.misses");
+  EXPECT_EQ(c.ask("add dst 192.0.2.77"), "OK added");
+  ASSERT_TRUE(wait("passed", stat("passed") + 400));
+  const uint64_t m1 = stat("cache.misses");
+  EXPECT_EQ(m1, m0 + 2);  // each direction judged once at the new generation
+  EXPECT_EQ(c.ask("del dst 192.0.2.77"), "OK deleted");
+  ASSERT_TRUE(wait("passed", stat("passed") + 400));
+  EXPECT_EQ(stat("cache.misses"), m1);  // the deletion re-judged nothing
+  EXPECT_EQ(stat("dropped"), 0u);
+  gw.signal(SIGINT);
+  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+}
+
 // Reject: RSTs both ways for a TCP segment, REFUSED for a DNS query, ICMP
 // administratively prohibited for other UDP; written to --reply.
 TEST_F(Flows, RejectSendsResetsRefusedAndIcmpProhibited) {
