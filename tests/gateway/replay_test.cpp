@@ -80,10 +80,14 @@ std::vector<Case> cases() {
       Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40003, 8080).payload(http("GET /cart HTTP/1.1", "Host: shop.example.com:8080")), "url");
   add("url query differs",
       Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40004, 80).payload(http("GET /path/page?x=2 HTTP/1.1", "Host: example.com")), "");
-  add("not HTTP: GETX",
-      Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40005, 80).payload(http("GETX /path/page?x=1 HTTP/1.1", "Host: example.com")), "");
-  add("not HTTP: lower-case get",
-      Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40006, 80).payload(http("get /path/page?x=1 HTTP/1.1", "Host: example.com")), "");
+  // Any token is a method, as servers read it (the Host is read even when
+  // the method is refused): these are the url rule's request.
+  add("url: GETX method",
+      Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40005, 80).payload(http("GETX /path/page?x=1 HTTP/1.1", "Host: example.com")), "url");
+  add("url: lower-case get",
+      Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40006, 80).payload(http("get /path/page?x=1 HTTP/1.1", "Host: example.com")), "url");
+  add("not HTTP: HTTP/0.9 request line",
+      Packet().ipv4("10.3.3.3", "10.4.4.4").tcp(40007, 80).payload(http("GET /path/page?x=1", "Host: example.com")), "");
   add("HTTP response",
       Packet().ipv4("10.4.4.4", "10.3.3.3").tcp(80, 40000).payload("HTTP/1.1 200 OK\r\nHost: example.org\r\n\r\n"), "");
   // host

@@ -14,8 +14,14 @@ inline uint16_t rd16(const uint8_t* p) noexcept {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
 }
 
-constexpr std::string_view kMethods[] = {"GET",    "POST",  "HEAD",    "PUT",  "DELETE",
-                                         "OPTIONS", "PATCH", "CONNECT", "TRACE"};
+// RFC 9110 tchar: what a method token may hold. Servers accept any token
+// (nginx, Node), so any token is taken as a method.
+bool is_tchar(uint8_t c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return c != 0 && std::memchr("!#$%&'*+-.^_`|~", c, 15) != nullptr;
+}
+
+bool is_blank(uint8_t c) noexcept { return c == ' ' || c == '\t'; }
 
 bool iequals_prefix(const uint8_t* p, std::size_t n, std::string_view lower_word) noexcept {
   if (n < lower_word.size()) return false;
@@ -60,26 +66,37 @@ bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::s
 
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
   req = HttpRequest{};
+  // As lenient as the servers behind us (RFC 9112 §2.2 and what nginx and
+  // Node accept): empty lines before the request line are skipped, the
+  // method is any token, the three parts are separated by runs of spaces or
+  // tabs, and the line may end in a bare LF.
+  std::size_t s = 0;
+  while (s < n && (p[s] == '\n' || (p[s] == '\r' && s + 1 < n && p[s + 1] == '\n'))) s += p[s] == '\r' ? 2 : 1;
+  p += s;
+  n -= s;
   std::size_t mlen = 0;
-  for (std::string_view m : kMethods) {
-    if (n > m.size() && std::memcmp(p, m.data(), m.size()) == 0 && p[m.size()] == ' ') {
-      mlen = m.size();
-      break;
-    }
-  }
-  if (mlen == 0) return false;
+  while (mlen < n && is_tchar(p[mlen])) ++mlen;
+  if (mlen == 0 || mlen == n || !is_blank(p[mlen])) return false;
   const uint8_t* nl = find(p, n, '\n');
   if (nl == nullptr) return false;
   const std::size_t lf = static_cast<std::size_t>(nl - p);
-  if (lf == 0 || p[lf - 1] != '\r') return false;
-  const std::size_t line_len = lf - 1;  // request line without CRLF
-  constexpr std::size_t kVer = 9;       // " HTTP/1.d"
-  if (line_len < mlen + 1 + 1 + kVer) return false;
-  const uint8_t* ver = p + line_len - kVer;
-  if (std::memcmp(ver, " HTTP/1.", 8) != 0 || ver[8] < '0' || ver[8] > '9') return false;
-  const uint8_t* target = p + mlen + 1;
-  const std::size_t tlen = static_cast<std::size_t>(ver - target);
-  if (tlen == 0 || find(target, tlen, ' ') != nullptr) return false;
+  std::size_t end = lf;  // the request line without its line end and trailing blanks
+  if (end > 0 && p[end - 1] == '\r') --end;
+  while (end > mlen && is_blank(p[end - 1])) --end;
+  constexpr std::size_t kVer = 8;  // "HTTP/1.d"
+  if (end < mlen + kVer + 2) return false;
+  const uint8_t* ver = p + end - kVer;
+  if (std::memcmp(ver, "HTTP/1.", 7) != 0 || ver[7] < '0' || ver[7] > '9' || !is_blank(ver[-1])) return false;
+  std::size_t t0 = mlen;
+  while (t0 < end && is_blank(p[t0])) ++t0;
+  std::size_t t1 = end - kVer;
+  while (t1 > t0 && is_blank(p[t1 - 1])) --t1;
+  const uint8_t* target = p + t0;
+  const std::size_t tlen = t1 > t0 ? t1 - t0 : 0;
+  if (tlen == 0) return false;
+  for (std::size_t i = 0; i < tlen; ++i) {
+    if (is_blank(target[i]) || target[i] == '\r') return false;  // not one target
+  }
 
   // The fragment (never sent by clients, and cut from url rules) is ignored.
   std::size_t tend = tlen;

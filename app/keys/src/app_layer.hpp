@@ -21,8 +21,9 @@ struct HttpRequest {
   std::size_t path_len = 0;
 };
 
-// True when the payload begins with an HTTP/1.x request line
-// ("METHOD SP target SP HTTP/1.d CRLF", METHOD a known method, case-sensitive).
+// True when the payload begins with an HTTP/1.x request line as lenient
+// servers read it (docs/rules.md): empty lines first allowed, METHOD any
+// token, blanks (runs of SP/HTAB) around the target, CRLF or bare LF.
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept;
 
 // SNI host_name of a TLS ClientHello beginning the payload (record type 22,
