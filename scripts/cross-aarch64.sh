@@ -48,12 +48,23 @@ so gtest gtest-all
 so gtest_main gtest_main -L"$deps/lib" -lgtest
 so gmock gmock-all -L"$deps/lib" -lgtest
 
-# pkg-config files for the target: the GoogleTest just built (rpath, so qemu's
-# loader finds it), and header-only use of the architecture-independent
-# headers the meson project asks for (xxHash inlined with XXH_INLINE_ALL;
-# toml++ and nlohmann-json are only needed by targets not built here).
+# The architecture-independent headers the project uses, without the rest of
+# the host's /usr/include (its x86 system headers must not be seen).
 mkdir -p "$deps/include" "$deps/pkgconfig"
 for h in xxhash.h xxh3.h toml++ nlohmann; do ln -sfn "/usr/include/$h" "$deps/include/$h"; done
+
+# xxHash: Debian's header carries the implementation (XXH_IMPLEMENTATION), so
+# the library is one object compiled from it.
+if [ ! -f "$deps/lib/libxxhash.a" ]; then
+  printf '#define XXH_IMPLEMENTATION\n#define XXH_STATIC_LINKING_ONLY\n#include <xxhash.h>\n' \
+    >"$deps/obj/xxhash.c"
+  aarch64-linux-gnu-gcc -O2 -fPIC -I"$deps/include" -c "$deps/obj/xxhash.c" -o "$deps/obj/xxhash.o"
+  aarch64-linux-gnu-ar rcs "$deps/lib/libxxhash.a" "$deps/obj/xxhash.o"
+fi
+
+# pkg-config files for the target: GoogleTest and xxHash just built (rpath, so
+# qemu's loader finds GoogleTest), toml++ and nlohmann-json as headers (only
+# targets not built here use them).
 pc() {  # pc <name> <cflags> <libs>
   printf 'Name: %s\nDescription: cross-aarch64.sh\nVersion: %s\nCflags: %s\nLibs: %s\n' \
     "$1" "$4" "$2" "$3" >"$deps/pkgconfig/$1.pc"
@@ -65,7 +76,7 @@ pc gtest "$gtest_inc -pthread" "$rpath -lgtest -pthread" "$gver"
 pc gtest_main "$gtest_inc -pthread" "$rpath -lgtest_main -lgtest -pthread" "$gver"
 pc gmock "$gtest_inc -pthread" "$rpath -lgmock -lgtest -pthread" "$gver"
 pc gmock_main "$gtest_inc -pthread" "$rpath -lgmock -lgtest_main -lgtest -pthread" "$gver"
-pc libxxhash "-I$deps/include -DXXH_INLINE_ALL" "" "$(pkg-config --modversion libxxhash)"
+pc libxxhash "-I$deps/include" "$deps/lib/libxxhash.a" "$(pkg-config --modversion libxxhash)"
 pc tomlplusplus "-I$deps/include -DTOML_HEADER_ONLY=1" "" "$(pkg-config --modversion tomlplusplus)"
 pc nlohmann_json "-I$deps/include" "" "$(pkg-config --modversion nlohmann_json)"
 # Libraries that `meson setup` looks up for parts this build never compiles

@@ -9,7 +9,8 @@
 //     only while the Guard lives.
 //   * retire(obj): called after obj was unlinked (no new reader can reach it);
 //     stamps obj with the current global epoch r and pushes it on a lock-free
-//     list. Never blocks.
+//     list. Never waits for another thread (past kPendingHighWater it yields
+//     the CPU once per call: back-pressure, see there).
 //   * collect(): advances the global epoch E -> E+1 when every active slot is
 //     at E, then frees every object with r + 2 <= E. Non-blocking: if another
 //     thread is collecting it returns at once. Its cost is the slot scan plus
