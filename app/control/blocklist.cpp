@@ -230,7 +230,15 @@ Blocklist::Result Blocklist::del(const Rule& r) {
   }
 }
 
-std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& changes, bool atomic) {
+Blocklist::Result Blocklist::set_mark(const store::RuleStore::Mark& mark) {
+  const store::Status st = store_->set_mark(mark);
+  if (st.ok()) return Result::kOk;
+  last_error_ = st.to_string();
+  return Result::kIoError;
+}
+
+std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& changes, bool atomic,
+                                                 const store::RuleStore::Mark* mark) {
   const std::size_t n = changes.size();
   std::vector<Outcome> out(n, Outcome::kNotApplied);
   // Per rule touched by this group: is it logically present after the changes
@@ -283,6 +291,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
       if (atomic) {
         undo();
         out[i] = fail;
+        if (mark != nullptr && set_mark(*mark) != Result::kOk) out.assign(n, Outcome::kIoError);
         return out;
       }
       out[i] = fail;
@@ -295,13 +304,14 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     sc_of.push_back(i);
   }
   std::vector<store::Errc> res;
-  const store::Status st = store_->apply(sc, &res);
+  const store::Status st = store_->apply(sc, &res, mark);
   if (!st.ok()) {
     // Not durable, so not acknowledged: undone. (Workers may have dropped
     // matching packets during the failed sync; the answer is still "not added".)
     undo();
     last_error_ = st.to_string();
     for (std::size_t j : sc_of) out[j] = Outcome::kIoError;
+    if (mark != nullptr) out.assign(n, Outcome::kIoError);  // the mark did not make it either
     return out;
   }
   for (std::size_t k = 0; k < sc_of.size(); ++k) {

@@ -91,7 +91,17 @@ class Blocklist {
   // atomic=true: all or nothing; if a change would be kFull or kAbsent, it
   // reports that and every other change kNotApplied. Returns the outcomes in
   // the order of `changes`.
-  std::vector<Outcome> apply(const std::vector<Change>& changes, bool atomic);
+  //
+  // mark: a named value journalled in the same sync as the changes, also when
+  // they all fail or change nothing (the Redis sync's last applied stream ID,
+  // docs/sync.md). If it cannot be written, every outcome is kIoError.
+  std::vector<Outcome> apply(const std::vector<Change>& changes, bool atomic,
+                             const store::RuleStore::Mark* mark = nullptr);
+  // A mark alone (one journal sync), and a mark's value (nullopt: never set).
+  Result set_mark(const store::RuleStore::Mark& mark);
+  std::optional<std::string> mark(std::string_view name) const { return store_->mark(name); }
+  // The store's clock (ms since the Unix epoch): what rule expiry is measured by.
+  int64_t now_ms() const { return store_->now(); }
 
   // Removes every rule of one kind (one journal sync); *n gets how many.
   Result flush_kind(RuleKind kind, std::size_t* n);

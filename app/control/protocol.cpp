@@ -49,6 +49,11 @@ std::string_view outcome_word(Blocklist::Outcome o) {
   }
 }
 
+// The shared log could not take a change: nothing was acknowledged.
+void unavailable(std::string& out, std::string_view what, const std::string& why) {
+  err(out, 503, std::string(what) + ": the shared blocklist is unavailable: " + why);
+}
+
 }  // namespace
 
 bool CommandHandler::hold(Session& s, std::size_t bytes, std::string& out) {
@@ -103,7 +108,14 @@ void CommandHandler::line_too_long(Session& s, std::string& out) {
 }
 
 void CommandHandler::finish_load(Session& s, std::string& out) {
-  const Blocklist::BatchResult r = b_.add_batch(s.load_rules);
+  Blocklist::BatchResult r;
+  std::string why;
+  if (repl_ == nullptr) {
+    r = b_.add_batch(s.load_rules);
+  } else if (!repl_->load(s.load_rules, &r, &why)) {
+    unavailable(out, "load rejected, nothing applied", why);
+    return;
+  }
   if (r.result == Blocklist::Result::kFull) {
     err(out, 507, "load rejected, nothing applied: blocklist full (capacity " +
                       std::to_string(b_.capacity()) + ")");
@@ -117,7 +129,14 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
 }
 
 void CommandHandler::finish_batch(Session& s, std::string& out) {
-  const std::vector<Blocklist::Outcome> res = b_.apply(s.batch, /*atomic=*/true);
+  std::vector<Blocklist::Outcome> res;
+  std::string why;
+  if (repl_ == nullptr) {
+    res = b_.apply(s.batch, /*atomic=*/true);
+  } else if (!repl_->changes(s.batch, /*atomic=*/true, &res, &why)) {
+    unavailable(out, "batch rejected, nothing applied", why);
+    return;
+  }
   for (std::size_t i = 0; i < res.size(); ++i) {
     if (!failed(res[i]) || res[i] == Blocklist::Outcome::kNotApplied) continue;
     const std::string rule = format_rule(s.batch[i].rule);
@@ -212,7 +231,18 @@ void CommandHandler::commit() {
   group_.clear();
   group_.reserve(pending_.size());
   for (const Pending& p : pending_) group_.push_back(p.change);
-  const std::vector<Blocklist::Outcome> res = b_.apply(group_, /*atomic=*/false);
+  std::vector<Blocklist::Outcome> res;
+  std::string why;
+  if (repl_ == nullptr) {
+    res = b_.apply(group_, /*atomic=*/false);
+  } else if (!repl_->changes(group_, /*atomic=*/false, &res, &why)) {
+    for (const Pending& p : pending_)
+      unavailable(*p.out, p.change.op == Blocklist::Change::Op::kAdd ? "rule not added" : "rule not deleted", why);
+    ++commits_;
+    committed_requests_ += pending_.size();
+    pending_.clear();
+    return;
+  }
   for (std::size_t i = 0; i < pending_.size(); ++i) answer(res[i], pending_[i].change, *pending_[i].out);
   ++commits_;
   committed_requests_ += pending_.size();
@@ -276,7 +306,14 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       break;
     case Verb::kFlush: {
       std::size_t n = 0;
-      const Blocklist::Result res = r.all ? b_.flush(&n) : b_.flush_kind(*r.kind, &n);
+      Blocklist::Result res = Blocklist::Result::kOk;
+      std::string why;
+      if (repl_ == nullptr) {
+        res = r.all ? b_.flush(&n) : b_.flush_kind(*r.kind, &n);
+      } else if (!repl_->flush(r.all ? std::nullopt : r.kind, &res, &n, &why)) {
+        unavailable(out, "flush failed, nothing removed", why);
+        break;
+      }
       if (res != Blocklist::Result::kOk) {
         err(out, 500, "flush failed, nothing removed: the journal could not be written: " + b_.last_error());
         break;

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,23 @@ struct Session {
   std::size_t stream_line = 0;   // lines read since `load`/`batch`
 };
 
+// Where the control socket's writes go when the blocklist is shared by many
+// gateways (the Redis sync, docs/sync.md): each call appends the change to the
+// shared log and applies the log up to it, so the outcomes are those of the
+// change at its place in the log. false and *err: the change could not be
+// appended (the log is unavailable): nothing is acknowledged.
+class Replicator {
+ public:
+  virtual ~Replicator() = default;
+  // add/del: one log entry per change (atomic false), or one for them all.
+  virtual bool changes(const std::vector<Blocklist::Change>& c, bool atomic,
+                       std::vector<Blocklist::Outcome>* out, std::string* err) = 0;
+  virtual bool load(const std::vector<Rule>& rules, Blocklist::BatchResult* out, std::string* err) = 0;
+  // kind nullopt: every rule. *res as Blocklist::flush; *n how many went.
+  virtual bool flush(std::optional<RuleKind> kind, Blocklist::Result* res, std::size_t* n,
+                     std::string* err) = 0;
+};
+
 class CommandHandler {
  public:
   // stats/info providers append `key value` lines (no terminator).
@@ -59,6 +77,9 @@ class CommandHandler {
     std::size_t load_bytes_total = kMaxLoadBytesTotal;
   };
   void set_limits(const Limits& l) { limits_ = l; }
+  // With a replicator, every change goes through it (nullptr: straight to
+  // the Blocklist). It must outlive the handler.
+  void set_replicator(Replicator* r) noexcept { repl_ = r; }
 
   // Handles one request line (without its newline). The response is appended
   // to `out` now, or for a queued add/del at the next commit(): `out` must
@@ -101,6 +122,7 @@ class CommandHandler {
   std::vector<Blocklist::Change> group_;  // scratch for commit()
   std::size_t held_total_ = 0;
   Limits limits_;
+  Replicator* repl_ = nullptr;
   uint64_t adds_ = 0, dels_ = 0, commits_ = 0, committed_requests_ = 0;
 };
 

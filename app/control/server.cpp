@@ -186,6 +186,8 @@ void ControlServer::poll_once(int timeout_ms) {
     fds.push_back({c->fd, ev, 0});
     wake = std::min(wake, c->last_active + idle_timeout_);
   }
+  const int hook_fd = hook_.fd ? hook_.fd() : -1;
+  if (hook_fd >= 0) fds.push_back({hook_fd, POLLIN, 0});
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
   const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait)));
   if (n < 0) return;  // EINTR: the caller's loop checks its stop flag and comes back
@@ -200,6 +202,9 @@ void ControlServer::poll_once(int timeout_ms) {
   }
   // 2. Group commit: one journal sync for every queued change of the round.
   h_.commit();
+  // 2b. The hooked socket (after the commit: the changes it brings are
+  // applied in their own log order either way).
+  if (hook_fd >= 0 && (fds.back().revents & (POLLIN | POLLHUP | POLLERR))) hook_.on_readable();
   // 3. Answers out; close what is finished, failed or idle.
   now = clock::now();
   std::size_t unread_total = 0;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,15 @@ class ControlServer {
     out_high_water_ = high_water;
     max_unread_total_ = unread_total;
   }
+
+  // One more socket served by the same poll (the Redis sync's follower,
+  // docs/sync.md): fd() is asked each round (-1: nothing to watch now) and
+  // polled for input; on_readable() runs after the round's group commit.
+  struct PollHook {
+    std::function<int()> fd;
+    std::function<void()> on_readable;
+  };
+  void set_poll_hook(PollHook h) { hook_ = std::move(h); }
 
   // Clients closed for idling, for unread output, refused for being too many.
   uint64_t idle_closed() const noexcept { return idle_closed_; }
@@ -88,6 +98,7 @@ class ControlServer {
   std::size_t out_high_water_ = kOutHighWater;
   std::size_t max_unread_total_ = kMaxUnreadTotal;
   uint64_t idle_closed_ = 0, output_closed_ = 0, refused_ = 0;
+  PollHook hook_;
 };
 
 }  // namespace cg

@@ -4,6 +4,7 @@
 #include <exception>
 #include <toml++/toml.h>
 
+#include "cuckoogate/sync/redis_url.hpp"
 #include "gateway/file_read.hpp"
 
 namespace cg {
@@ -178,9 +179,59 @@ std::string port_ref(const toml::node& n) {
   return {};
 }
 
+// A string that is not empty, holds no control character and is at most max bytes.
+bool plain_string(const toml::table& t, const char* key, std::size_t max, std::string& out,
+                  const std::string& where, std::string* err) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return true;
+  std::string v;
+  if (!c_string(*n, v, where + "." + key, err)) return false;
+  for (const char ch : v) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      *err = where + "." + key + ": a control character is not allowed";
+      return false;
+    }
+  }
+  if (v.empty() || v.size() > max) {
+    *err = where + "." + key + ": expected 1 to " + std::to_string(max) + " characters";
+    return false;
+  }
+  out = std::move(v);
+  return true;
+}
+
+bool read_sync(const toml::table& t, const std::string& w, SyncConfig& c, std::string* err) {
+  if (!check_keys(t, {"redis", "stream", "gateway_id", "user", "password", "snapshot_interval",
+                      "timeout_ms", "wait_replicas"}, w, err))
+    return false;
+  if (!plain_string(t, "redis", 1024, c.redis, w, err) || !plain_string(t, "stream", 256, c.stream, w, err) ||
+      !plain_string(t, "gateway_id", 128, c.gateway_id, w, err) || !plain_string(t, "user", 256, c.user, w, err) ||
+      !plain_string(t, "password", 1024, c.password, w, err))
+    return false;
+  if (!integer(t, "snapshot_interval", 0u, 86400u, c.snapshot_interval_s, w, err) ||
+      !integer(t, "timeout_ms", 10u, 60000u, c.timeout_ms, w, err) ||
+      !integer(t, "wait_replicas", 0u, 16u, c.wait_replicas, w, err))
+    return false;
+  if (c.redis.empty()) {
+    *err = w + ": 'redis' (the server's URL) is required in [sync]";
+    return false;
+  }
+  if (const sync::RedisUrlParse u = sync::parse_redis_url(c.redis); !u.url) {
+    *err = w + ".redis: " + u.error;
+    return false;
+  }
+  return true;
+}
+
 // The keys of a parsed document; `path` names the file in errors.
 bool read_root(const toml::table& root, const std::string& path, GatewayConfig& c, std::string* err) {
-  if (!check_keys(root, {"eal", "gateway", "pair"}, path, err)) return false;
+  if (!check_keys(root, {"eal", "gateway", "pair", "sync"}, path, err)) return false;
+  if (const toml::table* t = root["sync"].as_table()) {
+    if (!read_sync(*t, path + ": sync", c.sync, err)) return false;
+  } else if (root.contains("sync")) {
+    *err = path + ": 'sync' must be a table";
+    return false;
+  }
   if (const toml::table* eal = root["eal"].as_table()) {
     if (!check_keys(*eal, {"args"}, path + ": [eal]", err)) return false;
     if (!string_list(eal->get("args"), c.eal, path + ": eal.args", err)) return false;

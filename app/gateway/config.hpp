@@ -19,6 +19,18 @@ struct PairConfig {
   std::string a, b;  // port names as EAL knows them (PCI address, vdev name) or indexes
 };
 
+// [sync]: one blocklist shared by many gateways through a Redis stream
+// (docs/sync.md). Empty redis: no sync.
+struct SyncConfig {
+  std::string redis;                    // redis://host:port/db or unix:///path (validated)
+  std::string stream = "cuckoogate:rules";
+  std::string gateway_id;               // "" = the host name
+  std::string user, password;           // override the URL's (ACL user, requirepass)
+  unsigned snapshot_interval_s = 60;    // 0: this gateway never writes snapshots
+  unsigned timeout_ms = 1000;           // connect and each Redis command
+  unsigned wait_replicas = 0;           // > 0: WAIT for replicas before an OK
+};
+
 struct GatewayConfig {
   std::vector<std::string> eal;         // [eal] args
   std::optional<unsigned> workers;      // default: every EAL worker lcore
@@ -33,6 +45,7 @@ struct GatewayConfig {
   std::vector<std::string> rules;       // rule files applied at start
   uint16_t rx_desc = 1024, tx_desc = 1024;
   std::vector<PairConfig> pairs;        // empty: pair EAL's ports in order
+  SyncConfig sync;
 };
 
 // The largest configuration file read (1 MiB; the examples are ~2 KiB).

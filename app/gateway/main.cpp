@@ -1,6 +1,6 @@
 // cuckoogate: the DPDK blocklist gateway.
 //
-//   cuckoogate run    [--config FILE] [--ctl PATH] [--state-dir DIR] [--rules FILE]... [-- EAL options]
+//   cuckoogate run    [--config FILE] [--ctl PATH] [--state-dir DIR] [--rules FILE]... [--redis URL] [-- EAL options]
 //   cuckoogate replay --rules FILE --in IN.pcap --out PASS.pcap [--drop DROP.pcap] [...]
 //   cuckoogate [EAL options] -- run|replay [...]       (DPDK's convention, also accepted)
 //
@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   run->add_option("--ctl", ro.ctl, "Control socket path (default $CUCKOOGATE_CTL or "
                                     "/run/cuckoogate/cuckoogate.sock)");
   run->add_option("--state-dir", ro.state_dir, "Directory for durable rule state");
+  run->add_option("--redis", ro.redis, "Share the blocklist through this Redis (redis://host:port/db or "
+                                       "unix:///path; overrides [sync] redis; docs/sync.md)");
+  run->add_option("--gateway-id", ro.gateway_id, "This gateway's name in the shared log (default: host name)");
   run->add_option("--rules", ro.rules, "Rule file to load at start (repeatable)")->check(CLI::ExistingFile);
   unsigned run_workers = 0;
   run->add_option("--workers", run_workers, "Worker lcores (default: every EAL worker lcore)")
@@ -138,6 +141,8 @@ int main(int argc, char** argv) {
   rep->add_option("--workers", po.workers, "Worker lcores; 1 keeps the exact packet order, more keep "
                                            "the order within each flow")->check(CLI::Range(1, 64));
   rep->add_option("--ctl", po.ctl, "Open a control socket at PATH during the replay");
+  rep->add_option("--redis", po.redis, "With --ctl: share the blocklist through this Redis (docs/sync.md)");
+  rep->add_option("--gateway-id", po.gateway_id, "This gateway's name in the shared log (default: host name)");
   rep->add_option("--stats-json", po.stats_json, "Write the summary as JSON to FILE");
   bool rep_verify = false, rep_no_verify = false;
   rep->add_flag("--verify", rep_verify, "Confirm filter hits against the exact rule set (default)");

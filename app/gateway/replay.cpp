@@ -32,6 +32,7 @@
 #include "gateway/ports.hpp"
 #include "gateway/rule_files.hpp"
 #include "gateway/summary.hpp"
+#include "sync/blocklist_sync.hpp"
 
 namespace cg {
 namespace {
@@ -231,6 +232,10 @@ int replay(const ReplayOptions& o) {
   };
   if (o.workers == 0 || o.workers > 64) return fail_early(2, "--workers must be between 1 and 64");
   if (o.loop == 0) return fail_early(2, "--loop must be at least 1");
+  if (!o.redis.empty() && o.ctl.empty()) return fail_early(2, "--redis needs --ctl (changes come through the control socket)");
+  if (!o.redis.empty()) {
+    if (const sync::RedisUrlParse u = sync::parse_redis_url(o.redis); !u.url) return fail_early(2, "--redis: " + u.error);
+  }
   if (o.pps != 0 && o.pps < o.workers)
     return fail_early(2, "--pps must be at least --workers (each worker paces its share)");
   if (!check_distinct_files(o, &err)) return fail_early(2, err);
@@ -342,12 +347,23 @@ int replay(const ReplayOptions& o) {
         if (!drop_q.empty()) engine.set_drop_port(drop_port);
         if (!reply_q.empty()) engine.set_reply_port(reply_port);
         else engine.set_reply_port(kDiscardReplies);  // replies are discarded unless --reply
-        CommandHandler handler(engine.blocklist(), [&](std::string& s) { engine.stats_text(s); },
-                               [&](std::string& s) { engine.info_text(s); });
+        std::unique_ptr<BlocklistSync> shared;  // --redis
+        CommandHandler handler(engine.blocklist(),
+                               with_sync_lines([&](std::string& s) { engine.stats_text(s); }, shared),
+                               with_sync_lines([&](std::string& s) { engine.info_text(s); }, shared));
         std::unique_ptr<ControlServer> server;
         if (!o.ctl.empty()) {
           server = ControlServer::open(o.ctl, handler, &err);
           if (!server) rc = fail(1, err);
+        }
+        if (rc == 0 && server && !o.redis.empty()) {
+          SyncConfig sc;
+          sc.redis = o.redis;
+          sc.gateway_id = o.gateway_id;
+          sc.snapshot_interval_s = 0;  // a replay follows; it does not write snapshots
+          shared = std::make_unique<BlocklistSync>(engine.blocklist(), sync_options(sc));
+          shared->attach(handler, *server);
+          shared->stream().tick();  // connect and catch up before the first packet
         }
         if (rc == 0) {
           std::signal(SIGINT, on_signal);
@@ -365,7 +381,8 @@ int replay(const ReplayOptions& o) {
             bool stalled = false;
             while (engine.totals().rx < expected && !g_interrupted.load(std::memory_order_relaxed)) {
               if (server) {
-                server->poll_once(std::min(2, engine.control_tick()));
+                const int tick = std::min(2, engine.control_tick());
+                server->poll_once(shared ? std::min(tick, shared->stream().tick()) : tick);
               } else {
                 std::this_thread::sleep_for(std::chrono::microseconds(500));
               }
@@ -387,6 +404,7 @@ int replay(const ReplayOptions& o) {
             engine.stop();
             engine.check_frame_health(true);  // what arrived since the last look
             if (rc == 0 && g_interrupted.load(std::memory_order_relaxed)) rc = fail(130, "interrupted");
+            shared.reset();
             server.reset();
             for (uint16_t p : {in_port, pass_port}) close_port(p);
             if (!drop_q.empty()) close_port(drop_port);

@@ -22,6 +22,7 @@
 #include "gateway/ports.hpp"
 #include "gateway/rule_files.hpp"
 #include "gateway/summary.hpp"
+#include "sync/blocklist_sync.hpp"
 
 namespace cg {
 namespace {
@@ -62,6 +63,12 @@ int run_gateway(const RunOptions& o) {
   if (o.workers) cfg.workers = o.workers;
   if (o.verify) cfg.verify = *o.verify;
   cfg.rules.insert(cfg.rules.end(), o.rules.begin(), o.rules.end());
+  if (!o.redis.empty()) cfg.sync.redis = o.redis;
+  if (!o.gateway_id.empty()) cfg.sync.gateway_id = o.gateway_id;
+  if (!cfg.sync.redis.empty()) {
+    if (const sync::RedisUrlParse u = sync::parse_redis_url(cfg.sync.redis); !u.url)
+      return fail_early(2, "--redis: " + u.error);
+  }
 
   std::vector<Rule> rules;
   if (!read_rule_files(cfg.rules, rules, &err)) return fail_early(2, err);
@@ -153,10 +160,11 @@ int run_gateway(const RunOptions& o) {
     }
     std::unique_ptr<CommandHandler> handler;  // outlives the server that calls it
     std::unique_ptr<ControlServer> server;
+    std::unique_ptr<BlocklistSync> shared;    // [sync]: destroyed before the server
     if (rc == 0) {
       handler = std::make_unique<CommandHandler>(
-          engine.blocklist(), [&](std::string& s) { engine.stats_text(s); },
-          [&](std::string& s) { engine.info_text(s); });
+          engine.blocklist(), with_sync_lines([&](std::string& s) { engine.stats_text(s); }, shared),
+          with_sync_lines([&](std::string& s) { engine.info_text(s); }, shared));
       std::error_code ec;
       const std::filesystem::path dir = std::filesystem::path(cfg.ctl).parent_path();
       if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
@@ -166,6 +174,11 @@ int run_gateway(const RunOptions& o) {
       server = ControlServer::open(cfg.ctl, *handler, &err);
       if (!server) rc = fail(1, err);
       else server->set_idle_timeout(std::chrono::seconds(cfg.ctl_idle_timeout_s));
+    }
+    if (rc == 0 && !cfg.sync.redis.empty()) {
+      shared = std::make_unique<BlocklistSync>(engine.blocklist(), sync_options(cfg.sync));
+      shared->attach(*handler, *server);
+      shared->stream().tick();  // connect and catch up before serving (or retry later)
     }
     if (rc == 0) {
       for (const auto& [a, b] : pairs) {
@@ -186,11 +199,13 @@ int run_gateway(const RunOptions& o) {
                     engine.blocklist().size(), workers, pairs.size(), cfg.ctl.c_str());
         std::fflush(stdout);
         while (!g_stop.load(std::memory_order_relaxed)) {
-          server->poll_once(engine.control_tick());
+          const int tick = engine.control_tick();
+          server->poll_once(shared ? std::min(tick, shared->stream().tick()) : tick);
           engine.check_frame_health();
         }
         const double secs = engine.seconds();
         engine.stop();
+        shared.reset();
         server.reset();
         for (const auto& [a, b] : pairs) {
           close_port(a);

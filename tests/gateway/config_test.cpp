@@ -93,7 +93,16 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[eal]\nargs = [\"-l\\u00000\"]\n", "eal.args: a string may not contain a NUL"},
                     Bad{"[[pair]]\nports = [\"a\\u0000\", \"b\"]\n", "pair[0].ports"},
                     Bad{"[[pair]]\nports = [0, 1]\n[[pair]]\nports = 3\n", "pair[1].ports"},
-                    Bad{"pair = [1]\n", "pair[0]: expected a table"}));
+                    Bad{"pair = [1]\n", "pair[0]: expected a table"},
+                    Bad{"[sync]\nstream = \"s\"\n", "sync: 'redis' (the server's URL) is required"},
+                    Bad{"[sync]\nredis = \"rediss://h\"\n", "sync.redis: rediss:// (TLS) is not supported"},
+                    Bad{"[sync]\nredis = \"redis://h:0\"\n", "sync.redis: redis URL port"},
+                    Bad{"[sync]\nredis = \"redis://h\"\nredis_url = 1\n", "unknown key 'redis_url'"},
+                    Bad{"[sync]\nredis = \"redis://h\"\nstream = \"\"\n", "sync.stream: expected 1 to 256"},
+                    Bad{"[sync]\nredis = \"redis://h\"\ngateway_id = \"a\\tb\"\n", "sync.gateway_id: a control"},
+                    Bad{"[sync]\nredis = \"redis://h\"\ntimeout_ms = 5\n", "sync.timeout_ms"},
+                    Bad{"[sync]\nredis = \"redis://h\"\nwait_replicas = 17\n", "sync.wait_replicas"},
+                    Bad{"sync = 1\n", "'sync' must be a table"}));
 
 // A directory, FIFO, device or oversized file is refused by load_config
 // itself (the command line's check lets some of them through), promptly.
@@ -230,6 +239,31 @@ TEST(ParseConfig, DeeplyNestedArraysAreRefusedNotACrash) {
 
 }  // namespace
 }  // namespace cg
+
+TEST(Config, SyncSectionIsReadWithDefaults) {
+  cg::GatewayConfig c;
+  std::string err;
+  EXPECT_TRUE(c.sync.redis.empty());  // no [sync]: no sync
+  ASSERT_TRUE(cg::parse_config("[sync]\nredis = \"unix:///run/redis.sock?db=2\"\n", "t.toml", c, &err)) << err;
+  EXPECT_EQ(c.sync.redis, "unix:///run/redis.sock?db=2");
+  EXPECT_EQ(c.sync.stream, "cuckoogate:rules");
+  EXPECT_EQ(c.sync.snapshot_interval_s, 60u);
+  EXPECT_EQ(c.sync.timeout_ms, 1000u);
+  EXPECT_EQ(c.sync.wait_replicas, 0u);
+  cg::GatewayConfig d;
+  ASSERT_TRUE(cg::parse_config("[sync]\nredis = \"redis://10.0.0.5:6380/1\"\nstream = \"bl\"\ngateway_id = \"edge-1\"\n"
+                           "user = \"gw\"\npassword = \"pw\"\nsnapshot_interval = 0\ntimeout_ms = 250\n"
+                           "wait_replicas = 1\n",
+                           "t.toml", d, &err))
+      << err;
+  EXPECT_EQ(d.sync.stream, "bl");
+  EXPECT_EQ(d.sync.gateway_id, "edge-1");
+  EXPECT_EQ(d.sync.user, "gw");
+  EXPECT_EQ(d.sync.password, "pw");
+  EXPECT_EQ(d.sync.snapshot_interval_s, 0u);
+  EXPECT_EQ(d.sync.timeout_ms, 250u);
+  EXPECT_EQ(d.sync.wait_replicas, 1u);
+}
 
 TEST(Config, ControlIdleTimeoutIsBounded) {
   cg::GatewayConfig c;

@@ -1,0 +1,272 @@
+// One blocklist for many gateways through Redis (issue 14, docs/sync.md):
+// gateways share a private redis-server (Unix socket, AOF) and each other's
+// changes; what other tools append reaches them; a killed gateway resumes;
+// Redis going away stops writes but never filtering; a trimmed stream is
+// rebuilt from the snapshot.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway_test_env.hpp"
+#include "packet_builder.hpp"
+#include "pcap_file.hpp"
+#include "redis_server.hpp"
+#include "subprocess.hpp"
+
+namespace cg::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `stats` as text values (the sync lines are not all numbers).
+std::map<std::string, std::string> stats(CtlClient& c) {
+  std::map<std::string, std::string> m;
+  for (const std::string& l : c.ask_multi("stats")) {
+    const auto sp = l.find(' ');
+    if (sp != std::string::npos) m[l.substr(0, sp)] = l.substr(sp + 1);
+  }
+  return m;
+}
+uint64_t num(const std::map<std::string, std::string>& m, const std::string& k) {
+  const auto it = m.find(k);
+  return it == m.end() ? 0 : std::stoull(it->second);
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+const Bytes& target_frame() {
+  static const Bytes f = Packet().ipv4("192.0.2.99", "10.1.1.1").udp(4000, 53).payload("target").frame();
+  return f;
+}
+
+// A gateway: a looping paced replay (traffic: the target's packets) or a
+// `run` on net_null ports with a state directory.
+class Gw {
+ public:
+  static std::unique_ptr<Gw> replay(const std::string& name, const std::string& redis_url) {
+    const std::string dir = GatewayEnv::dir();
+    write_pcap(dir + "/" + name + "-in.pcap", {target_frame()});
+    std::ofstream(dir + "/" + name + ".rules") << "src 198.51.100.200\n";
+    auto g = std::unique_ptr<Gw>(new Gw(dir + "/" + name + ".sock"));
+    g->proc_ = std::make_unique<Process>(
+        // 20 s of traffic: enough for any test here (the replay ends after it).
+        std::vector<std::string>{GatewayEnv::gateway(), "replay", "--rules", dir + "/" + name + ".rules", "--in",
+                                 dir + "/" + name + "-in.pcap", "--out", "/dev/null", "--ctl", g->sock_, "--loop",
+                                 "40000", "--pps", "2000", "--redis", redis_url, "--gateway-id", name},
+        dir + "/" + name + ".out", dir + "/" + name + ".err");
+    g->up_ = wait_for_socket(g->sock_, 30s);
+    return g;
+  }
+  static std::unique_ptr<Gw> run(const std::string& name, const std::string& redis_url,
+                                 const std::string& state, const std::string& config = "") {
+    const std::string dir = GatewayEnv::dir();
+    auto g = std::unique_ptr<Gw>(new Gw(dir + "/" + name + ".sock"));
+    std::vector<std::string> argv = {GatewayEnv::gateway(), "run", "--ctl", g->sock_, "--state-dir", state,
+                                     "--redis", redis_url, "--gateway-id", name};
+    if (!config.empty()) argv.insert(argv.end(), {"--config", config});
+    argv.insert(argv.end(), {"--", "--no-huge", "--no-pci", "--no-shconf", "-m", "512", "--vdev=net_null0",
+                             "--vdev=net_null1", "--log-level=lib.eal:error"});
+    g->proc_ = std::make_unique<Process>(argv, dir + "/" + name + ".out", dir + "/" + name + ".err");
+    g->up_ = wait_for_socket(g->sock_, 60s);
+    return g;
+  }
+  bool up() const { return up_; }
+  CtlClient& ctl() {
+    if (!ctl_) ctl_ = std::make_unique<CtlClient>(sock_);
+    return *ctl_;
+  }
+  Process& proc() { return *proc_; }
+  std::string err() { return proc_->err(); }
+  std::vector<std::string> list() { return ctl().ask_multi("list"); }
+  bool has(const std::string& rule) { return ctl().ask("check " + rule) == "OK present"; }
+
+ private:
+  explicit Gw(std::string sock) : sock_(std::move(sock)) {}
+  std::string sock_;
+  std::unique_ptr<Process> proc_;
+  std::unique_ptr<CtlClient> ctl_;
+  bool up_ = false;
+};
+
+class SyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = GatewayEnv::dir() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    redis_ = std::make_unique<RedisServer>(dir_);
+  }
+  std::string dir_;
+  std::unique_ptr<RedisServer> redis_;
+};
+
+TEST_F(SyncTest, ARuleAddedThroughOneGatewayDropsOnTheOtherAndDelLikewise) {
+  auto a = Gw::replay("sa", redis_->url());
+  auto b = Gw::replay("sb", redis_->url());
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return num(stats(b->ctl()), "rx") > 100; })) << b->err();
+  EXPECT_EQ(num(stats(b->ctl()), "dropped_by_kind.src"), 0u);
+
+  EXPECT_EQ(a->ctl().ask("add src 192.0.2.99"), "OK added");
+  // B drops the target's traffic: the change came through Redis.
+  ASSERT_TRUE(eventually([&] { return num(stats(b->ctl()), "dropped_by_kind.src") > 20; })) << b->err();
+  EXPECT_TRUE(b->has("src 192.0.2.99"));
+
+  // del through B: A lets it pass again.
+  EXPECT_EQ(b->ctl().ask("del src 192.0.2.99"), "OK deleted");
+  ASSERT_TRUE(eventually([&] { return !a->has("src 192.0.2.99"); }));
+  std::this_thread::sleep_for(50ms);
+  const uint64_t dropped = num(stats(a->ctl()), "dropped_by_kind.src");
+  const uint64_t passed = num(stats(a->ctl()), "passed");
+  ASSERT_TRUE(eventually([&] { return num(stats(a->ctl()), "passed") > passed + 100; }));
+  EXPECT_EQ(num(stats(a->ctl()), "dropped_by_kind.src"), dropped);
+  // An answer is the outcome at the change's place in the log.
+  EXPECT_EQ(a->ctl().ask("del src 192.0.2.99").rfind("ERR 404", 0), 0u);
+
+  // TTL: the expiry is absolute, so both gateways drop the rule together.
+  EXPECT_EQ(a->ctl().ask("add host ttl.example ttl=2"), "OK added");
+  ASSERT_TRUE(eventually([&] { return b->has("host ttl.example"); }));
+  ASSERT_TRUE(eventually([&] { return !a->has("host ttl.example"); }, 5s));
+  const auto gone_a = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return !b->has("host ttl.example"); }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - gone_a, 300ms);
+  const std::string xr = redis_->cli({"XRANGE", "cuckoogate:rules", "-", "+"});
+  EXPECT_NE(xr.find("ttl"), std::string::npos) << xr;
+  EXPECT_NE(xr.find("sa"), std::string::npos) << xr;  // the origin field
+
+  // batch and flush travel too.
+  std::string first;
+  const auto batch = a->ctl().ask_multi("batch\nadd ip 10.7.7.7\nadd host batch.example\n.", &first);
+  EXPECT_EQ(first, "OK 2");
+  ASSERT_TRUE(eventually([&] { return b->has("ip 10.7.7.7") && b->has("host batch.example"); }));
+  EXPECT_EQ(b->ctl().ask("flush host"), "OK flushed 1");
+  ASSERT_TRUE(eventually([&] { return !a->has("host batch.example"); }));
+  EXPECT_EQ(a->list(), b->list());
+}
+
+TEST_F(SyncTest, RedisCliAppendsReachBothGatewaysAndGarbageIsCountedAndSkipped) {
+  auto a = Gw::replay("ca", redis_->url());
+  auto b = Gw::replay("cb", redis_->url());
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host X.Example"});
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host"});
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "explode"});
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "src 192.0.2.99"});
+  for (Gw* g : {a.get(), b.get()}) {
+    ASSERT_TRUE(eventually([&] { return g->has("src 192.0.2.99"); })) << g->err();
+    EXPECT_TRUE(g->has("host x.example"));
+    const auto s = stats(g->ctl());
+    EXPECT_EQ(num(s, "sync.garbage"), 2u);
+    EXPECT_EQ(num(s, "sync.applied"), 4u);
+    EXPECT_EQ(s.at("sync.connected"), "true");
+    EXPECT_NE(s.at("sync.last_error").find("skipped"), std::string::npos);
+    ASSERT_TRUE(eventually([&] { return num(stats(g->ctl()), "dropped_by_kind.src") > 20; }));
+  }
+  EXPECT_EQ(a->list(), b->list());
+  // info shows the same state.
+  bool found = false;
+  for (const std::string& l : a->ctl().ask_multi("info")) found = found || l == "sync.gateway_id ca";
+  EXPECT_TRUE(found);
+}
+
+std::string rule_n(int i) { return "src 10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1); }
+
+TEST_F(SyncTest, AKilledGatewayRestartsWithExactlyTheOthersSet) {
+  auto a = Gw::run("da", redis_->url(), dir_ + "/state-a");
+  auto b = Gw::run("db", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(a->ctl().ask("add " + rule_n(i)), "OK added");
+  ASSERT_TRUE(eventually([&] { return b->has(rule_n(19)); }));
+  b->proc().signal(SIGKILL);
+  b->proc().wait(10s);
+  b.reset();
+  // Meanwhile: adds, deletes, one through redis-cli.
+  for (int i = 20; i < 40; ++i) ASSERT_EQ(a->ctl().ask("add " + rule_n(i)), "OK added");
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(a->ctl().ask("del " + rule_n(i)), "OK deleted");
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host late.example"});
+  ASSERT_TRUE(eventually([&] { return a->has("host late.example"); }));
+  auto b2 = Gw::run("db2", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(b2->up()) << b2->err();
+  ASSERT_TRUE(eventually([&] { return b2->has("host late.example"); })) << b2->err();
+  EXPECT_EQ(b2->list(), a->list());
+  EXPECT_EQ(b2->list().size(), 31u);
+  // It resumed after its recorded ID: only what it missed was read.
+  EXPECT_EQ(num(stats(b2->ctl()), "sync.applied"), 31u);
+  EXPECT_EQ(stats(b2->ctl()).at("sync.last_applied_id"), stats(a->ctl()).at("sync.last_applied_id"));
+}
+
+TEST_F(SyncTest, RedisDownKeepsFilteringRefusesWritesAndConvergesWhenBack) {
+  auto a = Gw::replay("oa", redis_->url());
+  auto b = Gw::replay("ob", redis_->url());
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  EXPECT_EQ(a->ctl().ask("add src 192.0.2.99"), "OK added");
+  ASSERT_TRUE(eventually([&] { return num(stats(b->ctl()), "dropped_by_kind.src") > 10; }));
+  redis_->stop();  // SIGKILL
+  for (Gw* g : {a.get(), b.get()})
+    ASSERT_TRUE(eventually([&] { return stats(g->ctl()).at("sync.connected") == "false"; }));
+  // Filtering goes on.
+  for (Gw* g : {a.get(), b.get()}) {
+    const uint64_t d = num(stats(g->ctl()), "dropped_by_kind.src");
+    ASSERT_TRUE(eventually([&] { return num(stats(g->ctl()), "dropped_by_kind.src") > d + 20; }));
+  }
+  // Writes are refused with a clear error, reads still served.
+  const std::string r = a->ctl().ask("add host down.example");
+  EXPECT_EQ(r.rfind("ERR 503 rule not added: the shared blocklist is unavailable", 0), 0u) << r;
+  EXPECT_EQ(a->ctl().ask("del src 192.0.2.99").rfind("ERR 503", 0), 0u);
+  EXPECT_TRUE(b->has("src 192.0.2.99"));
+  EXPECT_FALSE(a->has("host down.example"));
+  EXPECT_GE(num(stats(a->ctl()), "sync.publish_failures"), 2u);
+  // Redis back (AOF): both reconnect and converge.
+  redis_->start();
+  for (Gw* g : {a.get(), b.get()})
+    ASSERT_TRUE(eventually([&] { return stats(g->ctl()).at("sync.connected") == "true"; }, 15s)) << g->err();
+  EXPECT_EQ(b->ctl().ask("add host back.example"), "OK added");
+  ASSERT_TRUE(eventually([&] { return a->has("host back.example"); }));
+  EXPECT_TRUE(a->has("src 192.0.2.99"));  // nothing acknowledged was lost
+  EXPECT_EQ(a->list(), b->list());
+  EXPECT_GE(num(stats(a->ctl()), "sync.reconnects"), 1u);
+}
+
+TEST_F(SyncTest, AGatewayBehindATrimmedStreamRebuildsFromTheSnapshot) {
+  std::ofstream(dir_ + "/snap.toml") << "[sync]\nredis = \"" << redis_->url() << "\"\nsnapshot_interval = 1\n";
+  auto a = Gw::run("ta", redis_->url(), dir_ + "/state-a", dir_ + "/snap.toml");
+  ASSERT_TRUE(a->up()) << a->err();
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(a->ctl().ask("add " + rule_n(i)), "OK added");
+  ASSERT_EQ(a->ctl().ask("del " + rule_n(0)), "OK deleted");
+  const std::string last = stats(a->ctl()).at("sync.last_applied_id");
+  // Wait for a snapshot at the last change, then trim everything before it.
+  ASSERT_TRUE(eventually([&] {
+    return redis_->cli({"GET", "cuckoogate:rules:snapshot"}).find(" " + last + "\n") != std::string::npos;
+  }, 10s));
+  redis_->cli({"XTRIM", "cuckoogate:rules", "MINID", last});
+  EXPECT_EQ(a->ctl().ask("add host after.example"), "OK added");
+  auto b = Gw::run("tb", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return b->has("host after.example"); })) << b->err();
+  const auto s = stats(b->ctl());
+  EXPECT_EQ(num(s, "sync.snapshot_rebuilds"), 1u);
+  EXPECT_EQ(num(s, "sync.gaps"), 0u);
+  EXPECT_EQ(b->list(), a->list());
+  EXPECT_EQ(b->list().size(), 10u);
+}
+
+}  // namespace
+}  // namespace cg::test
+
+int main(int argc, char** argv) { return cg::test::gateway_test_main(argc, argv); }
