@@ -443,6 +443,79 @@ TEST(ClassifyHost, DnsQueriesButNotResponses) {
   EXPECT_EQ(tcp.count(RuleKind::kHost), 0u);
 }
 
+// A resolver reads every question and follows compression pointers to any
+// offset of the message (issue 11, item 8): so do we.
+TEST(ClassifyHost, DnsEveryQuestionAndPointersAnywhere) {
+  auto dns = [](const Bytes& msg) {
+    return classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.53").udp(40000, 53).payload(msg).frame());
+  };
+  auto label = [](Bytes& m, std::string_view l) {
+    m.push_back(static_cast<uint8_t>(l.size()));
+    m.insert(m.end(), l.begin(), l.end());
+  };
+  auto header = [](uint16_t qd) {
+    return Bytes{0x12, 0x34, 0x01, 0x00, static_cast<uint8_t>(qd >> 8), static_cast<uint8_t>(qd), 0, 0, 0, 0, 0, 0};
+  };
+  auto tail = [](Bytes& m) { m.insert(m.end(), {0x00, 0x01, 0x00, 0x01}); };  // QTYPE A, QCLASS IN
+  {  // "www" then a forward pointer to "blocked.example" placed after the question
+    Bytes m = header(1);
+    label(m, "www");
+    const std::size_t ptr = m.size();
+    m.insert(m.end(), {0xc0, 0x00});
+    tail(m);
+    m[ptr + 1] = static_cast<uint8_t>(m.size());
+    label(m, "blocked");
+    label(m, "example");
+    m.push_back(0);
+    const auto c = dns(m);
+    EXPECT_TRUE(c.matches("host www.blocked.example"));
+    EXPECT_TRUE(c.matches("host blocked.example"));
+    EXPECT_FALSE(c.malformed());
+  }
+  {  // two questions, the second one's parent a pointer into the first
+    Bytes m = header(2);
+    label(m, "fine");
+    label(m, "example");
+    m.push_back(0);
+    tail(m);
+    label(m, "blocked");
+    m.insert(m.end(), {0xc0, 12 + 5});  // -> "example"
+    tail(m);
+    const auto c = dns(m);
+    EXPECT_TRUE(c.matches("host fine.example"));
+    EXPECT_TRUE(c.matches("host blocked.example"));
+    EXPECT_FALSE(c.malformed());
+  }
+  {  // more questions than kMaxNamesPerPacket: the first ones, flagged malformed
+    Bytes m = header(kMaxNamesPerPacket + 1);
+    for (unsigned q = 0; q <= kMaxNamesPerPacket; ++q) {
+      label(m, std::string("q").append(std::to_string(q)));
+      label(m, "example");
+      m.push_back(0);
+      tail(m);
+    }
+    const auto c = dns(m);
+    auto rule = [](unsigned q) { return std::string("host q").append(std::to_string(q)).append(".example"); };
+    for (unsigned q = 0; q < kMaxNamesPerPacket; ++q) EXPECT_TRUE(c.matches(rule(q)));
+    EXPECT_FALSE(c.matches(rule(kMaxNamesPerPacket)));
+    EXPECT_TRUE(c.malformed());
+  }
+  {  // two pointers to each other: no name, no hang; a second question cut short
+    Bytes m = header(1);
+    m.insert(m.end(), {0xc0, 14, 0xc0, 12});
+    tail(m);
+    EXPECT_EQ(dns(m).count(RuleKind::kHost), 0u);
+    Bytes cut = header(2);
+    label(cut, "first");
+    cut.push_back(0);
+    tail(cut);
+    label(cut, "second");
+    const auto c = dns(cut);
+    EXPECT_TRUE(c.matches("host first"));
+    EXPECT_TRUE(c.malformed());
+  }
+}
+
 // ---- rule_key equivalence for every kind, both families ------------------------
 
 TEST(ClassifyKeys, EncodingsEqualRuleKeysOfMatchingRules) {

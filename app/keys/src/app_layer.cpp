@@ -182,24 +182,41 @@ bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
   return false;
 }
 
-std::size_t parse_dns_qname(const uint8_t* p, std::size_t n, uint8_t (&out)[kDnsNameBuf]) noexcept {
+unsigned start_dns_questions(const uint8_t* p, std::size_t n) noexcept {
   if (n < 12) return 0;
   if ((p[2] & 0x80) != 0 || ((p[2] >> 3) & 0x0f) != 0) return 0;  // QR=0, opcode 0
-  if (rd16(p + 4) == 0) return 0;                                   // QDCOUNT
-  std::size_t pos = 12, olen = 0, wire = 1;  // wire: encoded length incl. the root label
+  return rd16(p + 4);                                               // QDCOUNT
+}
+
+std::size_t next_dns_question(const uint8_t* p, std::size_t n, std::size_t& pos, uint8_t (&out)[kDnsNameBuf],
+                              bool* ok) noexcept {
+  *ok = false;
+  std::size_t at = pos, olen = 0, wire = 1;  // wire: encoded length incl. the root label
+  std::size_t after = 0;                      // where the question goes on after a pointer
+  unsigned jumps = 0;
   while (true) {
-    if (pos >= n) return 0;
-    const std::size_t l = p[pos];
+    if (at >= n) return 0;
+    const std::size_t l = p[at];
     if (l == 0) break;
-    if ((l & 0xc0) != 0) return 0;  // pointer or reserved label type
-    if (pos + 1 + l > n) return 0;
+    if ((l & 0xc0) == 0xc0) {  // a pointer: the name continues at its target
+      if (at + 2 > n || ++jumps > kMaxDnsJumps) return 0;
+      if (after == 0) after = at + 2;
+      at = (static_cast<std::size_t>(l & 0x3f) << 8) | p[at + 1];
+      continue;
+    }
+    if ((l & 0xc0) != 0) return 0;  // reserved label types
+    if (at + 1 + l > n) return 0;
     wire += 1 + l;
     if (wire > 255) return 0;
     if (olen != 0) out[olen++] = '.';
-    std::memcpy(out + olen, p + pos + 1, l);
+    std::memcpy(out + olen, p + at + 1, l);
     olen += l;
-    pos += 1 + l;
+    at += 1 + l;
   }
+  const std::size_t end = (after != 0 ? after : at + 1) + 4;  // QTYPE, QCLASS
+  if (end > n) return 0;
+  pos = end;
+  *ok = true;
   return olen;
 }
 

@@ -32,9 +32,18 @@ bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
                    std::size_t& name_len) noexcept;
 
 inline constexpr std::size_t kDnsNameBuf = 256;
-// The first question name of a DNS query (QR=0, opcode 0, QDCOUNT >= 1) as
-// dotted text in out (no trailing dot); returns its length, 0 when none.
-// Compression pointers are not followed (they cannot be valid there).
-std::size_t parse_dns_qname(const uint8_t* p, std::size_t n, uint8_t (&out)[kDnsNameBuf]) noexcept;
+
+// The questions of a DNS query (QR=0, opcode 0), one at a time, as a
+// resolver reads them: labels may be compression pointers to any offset of
+// the message (forward ones too, as lenient servers follow them), at most
+// kMaxDnsJumps per name, so loops end. start_dns_questions() checks the
+// header and returns QDCOUNT (0: not a query or no question);
+// next_dns_question() writes the next name as dotted text (no trailing dot)
+// and returns its length; 0 when it is malformed or the root, and then
+// *ok says which (false: stop, the rest cannot be read).
+inline constexpr unsigned kMaxDnsJumps = 64;
+unsigned start_dns_questions(const uint8_t* p, std::size_t n) noexcept;
+std::size_t next_dns_question(const uint8_t* p, std::size_t n, std::size_t& pos, uint8_t (&out)[kDnsNameBuf],
+                              bool* ok) noexcept;
 
 }  // namespace cg::detail

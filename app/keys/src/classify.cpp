@@ -131,10 +131,26 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   em.host(req.authority, a.host_len);
 }
 
-void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
+// Every question's name (up to kMaxNamesPerPacket; a query with more, or
+// one whose questions cannot all be read, is flagged malformed after the
+// names that could be).
+void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em, bool& malformed) noexcept {
+  const unsigned count = detail::start_dns_questions(pl, n);
   uint8_t name[detail::kDnsNameBuf];
-  const std::size_t len = detail::parse_dns_qname(pl, n, name);
-  if (len != 0) em.host(name, len);
+  std::size_t pos = 12;
+  for (unsigned q = 0; q < count; ++q) {
+    if (q == kMaxNamesPerPacket) {
+      malformed = true;
+      return;
+    }
+    bool ok = false;
+    const std::size_t len = detail::next_dns_question(pl, n, pos, name, &ok);
+    if (!ok) {
+      malformed = malformed || q != 0;  // a query with an unreadable first name is just not DNS
+      return;
+    }
+    if (len != 0) em.host(name, len);
+  }
 }
 
 void addresses(uint8_t family, const uint8_t* src, const uint8_t* dst, Emitter& em) noexcept {
@@ -318,7 +334,7 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) n
         if (m.proto == kProtoTcp) {
           app_layer_tcp(frame + m.payload_off, m.payload_len, em);
         } else if (m.proto == kProtoUdp && m.dport == 53) {
-          app_layer_dns(frame + m.payload_off, m.payload_len, em);
+          app_layer_dns(frame + m.payload_off, m.payload_len, em, out.malformed);
         }
       }
     }

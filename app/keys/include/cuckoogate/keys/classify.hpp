@@ -26,8 +26,11 @@ struct PacketKey {
 // names (HTTP Host) emit only their suffixes of at most kMaxNameLen bytes,
 // which again number at most 127: a deep subdomain never escapes a host rule.
 inline constexpr unsigned kMaxHostKeys = (kMaxNameLen + 1) / 2;
+// Names per packet: one for HTTP and TLS; a DNS query yields every question's
+// name, up to this many (more questions: the first ones, flagged malformed).
+inline constexpr unsigned kMaxNamesPerPacket = 4;
 // flow, src, dst, ip (src), ip (dst), service, url, then the host keys.
-inline constexpr unsigned kMaxKeysPerPacket = 7 + kMaxHostKeys;
+inline constexpr unsigned kMaxKeysPerPacket = 7 + kMaxNamesPerPacket * kMaxHostKeys;
 
 // Longest encoding of each kind (docs/rules.md, "Key encoding").
 inline constexpr std::size_t kFlowKeyMax = 1 + 1 + 1 + 16 + 2 + 16 + 2;
@@ -36,7 +39,7 @@ inline constexpr std::size_t kServiceKeyMax = 1 + 1 + 1 + 16 + 2;
 inline constexpr std::size_t kUrlKeyMax = 1 + kMaxUrlLen;
 inline constexpr std::size_t kHostKeyMax = 1 + kMaxNameLen;  // parents share it
 inline constexpr std::size_t kKeyBytesCapacity =
-    kFlowKeyMax + 4 * kAddrKeyMax + kServiceKeyMax + kUrlKeyMax + kHostKeyMax;
+    kFlowKeyMax + 4 * kAddrKeyMax + kServiceKeyMax + kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
 
 struct PacketKeys {
   unsigned n = 0;
