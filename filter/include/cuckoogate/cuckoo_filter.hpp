@@ -82,13 +82,7 @@ class CuckooFilter {
     const std::uint32_t i1 = Layout::index1(hash, mask_);
     const std::uint32_t i2 = Layout::alt(i1, fp, mask_);
     if (st != nullptr) ++st->lookups;
-    // The wrap word is loaded before the first bucket load and after the last:
-    // a miss stands only if no bucket counter wrapped in between (see wraps_).
-    const std::uint64_t g0 = wraps_.load(std::memory_order_seq_cst);
-    const bool hit = lookup_fast(i1, i2, fp, st);
-    const std::uint64_t g1 = wraps_.load(std::memory_order_seq_cst);
-    if ((int{hit} | int{wraps_unchanged(g0, g1)}) != 0) [[likely]] return hit;
-    return lookup(i1, i2, fp, st);
+    return lookup_fast<true>(i1, i2, fp, st);
   }
 
   // hit_mask has (n + 63) / 64 words; bit (i % 64) of word (i / 64) is set iff
@@ -114,11 +108,11 @@ class CuckooFilter {
       const std::uint64_t g0 = wraps_.load(std::memory_order_seq_cst);
       for (std::size_t j = 0; j < m; ++j) {
         if (j + kAhead < m) prefetch(i1[j + kAhead], i2[j + kAhead]);
-        const bool hit = lookup_fast(i1[j], i2[j], fp[j], st);
+        const bool hit = lookup_fast<false>(i1[j], i2[j], fp[j], st);
         bits |= std::uint64_t{hit} << j;
       }
       const std::uint64_t g1 = wraps_.load(std::memory_order_seq_cst);
-      if (!wraps_unchanged(g0, g1)) [[unlikely]] {
+      if (wraps_moved(g0, g1) != 0) [[unlikely]] {
         // A counter wrapped during the group: the misses are decided again.
         for (std::size_t j = 0; j < m; ++j)
           if (((bits >> j) & 1) == 0) bits |= std::uint64_t{lookup(i1[j], i2[j], fp[j], st)} << j;
@@ -250,21 +244,28 @@ class CuckooFilter {
   // The common case of lookup() below, without branches on the hit test: both
   // buckets are loaded (they were prefetched together), then on a miss i1 again.
   // Any descriptor reference, or a moved counter, falls back to lookup().
+  // kWithWraps: also load the wrap word before t1 and after t3 (contains);
+  // contains_bulk checks it once around a whole group instead.
+  template <bool kWithWraps>
   bool lookup_fast(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp, LookupStats* st) const noexcept {
     // seq_cst loads, in this program order: i1 (t1) before i2 (t2) before the
     // re-check of i1 (t3); see kcas::read for why seq_cst costs nothing here.
     // The re-read of i1 is done on hits too (same cache line as t1, L1-hot), so
     // that hit and miss take the same path: one well-predicted branch decides
     // between "answer now" and the slow path, none on the (50/50) hit outcome.
+    std::uint64_t g0 = 0, g1 = 0;
+    if constexpr (kWithWraps) g0 = wraps_.load(std::memory_order_seq_cst);
     const std::uint64_t w1 = table_[i1].load(std::memory_order_seq_cst);
     test_hook(HookPoint::kAfterFirstLoad);
     const std::uint64_t w2 = table_[i2].load(std::memory_order_seq_cst);
     test_hook(HookPoint::kAfterSecondLoad);
     const std::uint64_t again = table_[i1].load(std::memory_order_seq_cst);
+    if constexpr (kWithWraps) g1 = wraps_.load(std::memory_order_seq_cst);
     const bool hit = (int{Layout::has(w1, fp)} | int{Layout::has(w2, fp)}) != 0;
     const bool plain = ((w1 | w2) & kcas::kRefBit) == 0;  // no descriptor met
-    const bool stable = ((again ^ w1) & (Layout::kCounterMask | kcas::kRefBit)) == 0;
-    // Answer now: a hit in two logical values, or a miss with i1 unchanged.
+    const bool stable = (((again ^ w1) & (Layout::kCounterMask | kcas::kRefBit)) | wraps_moved(g0, g1)) == 0;
+    // Answer now: a hit in two logical values, or a miss with i1 unchanged (and
+    // no counter wrapped: g0 == g1 == 0 here for bulk, checked per group there).
     if ((int{plain} & (int{hit} | int{stable})) != 0) [[likely]] return hit;
     if (plain && st != nullptr) ++st->retries;
     return lookup(i1, i2, fp, st);
@@ -274,7 +275,9 @@ class CuckooFilter {
   // miss re-read i1 and wraps_, and accept the miss iff i1's counter and wraps_
   // are unchanged, i.e. nothing was added to i1 in between and no counter
   // wrapped (docs/concurrency.md, "Lookup").
-  bool lookup(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp, LookupStats* st) const noexcept {
+  // Out of line: rare, and inlined it would crowd the fast path's loop.
+  [[gnu::noinline, gnu::cold]] bool lookup(std::uint32_t i1, std::uint32_t i2, std::uint64_t fp,
+                                           LookupStats* st) const noexcept {
     for (;;) {
       const std::uint64_t g0 = kcas::read(wraps_);
       const std::uint64_t w1 = kcas::read(table_[i1]);
@@ -288,11 +291,11 @@ class CuckooFilter {
     }
   }
 
-  // Raw wrap-word loads g0 (before) and g1 (after): no counter wrapped in between
-  // iff both are the same plain value (a descriptor reference means a wrap is
-  // in progress; the slow path then reads logical values).
-  static bool wraps_unchanged(std::uint64_t g0, std::uint64_t g1) noexcept {
-    return g0 == g1 && !kcas::is_ref(g0);
+  // Raw wrap-word loads g0 (before) and g1 (after): zero iff no counter wrapped
+  // in between, i.e. both are the same plain value (a descriptor reference means
+  // a wrap is in progress; the slow path then reads logical values). Branch-free.
+  static constexpr std::uint64_t wraps_moved(std::uint64_t g0, std::uint64_t g1) noexcept {
+    return (g0 ^ g1) | (g0 & kcas::kRefBit);
   }
 
   // A bucket update whose counter bump wraps the counter to 0: the K-CAS of
