@@ -336,6 +336,31 @@ TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
   }
 }
 
+// Linux takes the byte before the urgent pointer out of the stream: a Host
+// with one extra byte sent as urgent data is read as the blocked name.
+TEST(ClassifyHttp, UrgentDataIsRemovedAsLinuxDoes) {
+  const std::string req = "GET / HTTP/1.1\r\nHost: blozcked.example\r\n\r\n";
+  const auto at = static_cast<uint16_t>(req.find('z') + 1);  // points one past the urgent byte
+  auto seg = [&](uint8_t flags, uint16_t ptr) {
+    return classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80, flags).urgent(ptr).payload(req).frame());
+  };
+  const auto urg = seg(0x38, at);
+  EXPECT_TRUE(urg.matches("host blocked.example"));
+  EXPECT_TRUE(urg.matches("url blocked.example/"));
+  // Without URG the pointer means nothing; pointing past this segment, the
+  // urgent byte is in a later one: the payload is read as it is.
+  EXPECT_FALSE(seg(0x18, at).matches("host blocked.example"));
+  EXPECT_FALSE(seg(0x38, static_cast<uint16_t>(req.size() + 1)).matches("host blocked.example"));
+  EXPECT_TRUE(seg(0x38, static_cast<uint16_t>(req.size() + 1)).matches("host blozcked.example"));
+  // A TLS ClientHello with an urgent byte spliced in front of it.
+  const Bytes hello = test::tls_client_hello("blocked.example");
+  Bytes spliced = {0x00};
+  spliced.insert(spliced.end(), hello.begin(), hello.end());
+  const auto tls = classify_frame(
+      Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443, 0x38).urgent(1).payload(spliced).frame());
+  EXPECT_TRUE(tls.matches("host blocked.example"));
+}
+
 TEST(ClassifyHttp, LookAlikesAreNotHttp) {
   for (const char* p :
        {"HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/2.0\r\nHost: a.example\r\n\r\n",

@@ -82,6 +82,8 @@ class Packet {
   }
   // TCP sequence and acknowledgement numbers (default 1000 and 0).
   Packet& seq_ack(uint32_t seq, uint32_t ack) { seq_ = seq; ack_ = ack; return *this; }
+  // The TCP urgent pointer field (set the URG flag, 0x20, in tcp() too).
+  Packet& urgent(uint16_t ptr) { urg_ = ptr; return *this; }
   Packet& udp(uint16_t sport, uint16_t dport) {
     l4_ = L4::udp; proto_ = 17; sport_ = sport; dport_ = dport;
     return *this;
@@ -139,7 +141,7 @@ class Packet {
           Bytes opts = tcp_opts_;
           while (opts.size() % 4) opts.push_back(0);
           t.push_back(static_cast<uint8_t>((5 + opts.size() / 4) << 4)); t.push_back(tcp_flags_);
-          put16(t, 65535); put16(t, 0); put16(t, 0);  // window, csum, urg
+          put16(t, 65535); put16(t, 0); put16(t, urg_);  // window, csum, urgent pointer
           t.insert(t.end(), opts.begin(), opts.end());
         }
         break;
@@ -245,6 +247,7 @@ class Packet {
   L4 l4_ = L4::none;
   uint8_t proto_ = 0;
   uint16_t sport_ = 0, dport_ = 0;
+  uint16_t urg_ = 0;
   uint8_t tcp_flags_ = 0x18;
   uint32_t seq_ = 1000, ack_ = 0;
   Bytes tcp_opts_;

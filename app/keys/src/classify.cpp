@@ -22,6 +22,7 @@ static_assert(kFlowKeyMax + 4 * kAddrKeyMax + kServiceKeyMax + detail::kEncodeSl
 
 constexpr uint16_t kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD, kEthVlan = 0x8100, kEthQinQ = 0x88A8;
 constexpr unsigned kMaxVlanTags = 2;
+constexpr uint8_t kTcpUrg = 0x20;  // TCP flags: the urgent pointer is significant
 // More extension headers than this is treated as malformed (bounds the walk
 // independently of the frame length).
 constexpr unsigned kMaxIpv6ExtHeaders = 16;
@@ -134,6 +135,26 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
 // Every question's name (up to kMaxNamesPerPacket; a query with more, or
 // one whose questions cannot all be read, is flagged malformed after the
 // names that could be).
+// A segment with URG set, read the way a Linux receiver reads it by default
+// (no SO_OOBINLINE, tcp_stdurg 0): the urgent pointer points one past the
+// urgent byte, which is taken out of the stream. So a Host value or SNI with
+// one extra byte placed as urgent data is the name the server reads. A
+// payload longer than the copy buffer, or a pointer beyond this segment, is
+// parsed as it is.
+[[gnu::noinline]] void app_layer_tcp_urgent(const uint8_t* tcp, const uint8_t* pl, std::size_t n,
+                                            Emitter& em) noexcept {
+  constexpr std::size_t kCopyMax = 16384;
+  const std::size_t up = static_cast<std::size_t>(tcp[18]) << 8 | tcp[19];
+  if (up == 0 || up > n || n > kCopyMax || n == 1) {
+    app_layer_tcp(pl, n, em);
+    return;
+  }
+  uint8_t copy[kCopyMax];
+  std::memcpy(copy, pl, up - 1);
+  std::memcpy(copy + up - 1, pl + up, n - up);
+  app_layer_tcp(copy, n - 1, em);
+}
+
 void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em, bool& malformed) noexcept {
   const unsigned count = detail::start_dns_questions(pl, n);
   uint8_t name[detail::kDnsNameBuf];
@@ -332,7 +353,11 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) n
                 detail::encode_service_key(em.cursor(), m.family, m.proto, dst, m.dport));
       if (m.payload_len != 0) {
         if (m.proto == kProtoTcp) {
-          app_layer_tcp(frame + m.payload_off, m.payload_len, em);
+          if ((m.tcp_flags & kTcpUrg) != 0) {
+            app_layer_tcp_urgent(frame + m.l4_off, frame + m.payload_off, m.payload_len, em);
+          } else {
+            app_layer_tcp(frame + m.payload_off, m.payload_len, em);
+          }
         } else if (m.proto == kProtoUdp && m.dport == 53) {
           app_layer_dns(frame + m.payload_off, m.payload_len, em, out.malformed);
         }
