@@ -158,7 +158,7 @@ bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* e
 }
 
 bool StreamSync::catch_up(const StreamId* target, std::string* err) {
-  const std::string count = std::to_string(o_.read_count);
+  const std::string count = std::to_string(o_.catch_up_count);
   while (target == nullptr || stats_.last_applied < *target) {
     ReplyPtr r = pub_->command({"XREAD", "COUNT", count, "STREAMS", o_.stream, stats_.last_applied.str()}, err);
     if (!r) return false;

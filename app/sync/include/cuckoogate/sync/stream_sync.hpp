@@ -58,7 +58,8 @@ struct SyncOptions {
   std::string gateway_id;
   std::chrono::milliseconds io_timeout{1000};      // connect, and each command
   std::chrono::milliseconds block{1000};           // XREAD BLOCK of the follower
-  std::size_t read_count = 1000;                   // entries per XREAD
+  std::size_t read_count = 1000;                   // entries per XREAD of the follower
+  std::size_t catch_up_count = 10000;              // entries per XREAD when catching up
   std::chrono::milliseconds backoff_min{100};      // reconnect backoff, doubling
   std::chrono::milliseconds backoff_max{2000};
   std::chrono::milliseconds snapshot_every{60000}; // 0: this gateway writes no snapshots
