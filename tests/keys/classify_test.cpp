@@ -85,13 +85,54 @@ TEST(Classify, VlanAndQinQ) {
   EXPECT_TRUE(qq.matches("src 10.0.0.1"));
 }
 
-TEST(Classify, NonIpAndDeeperVlanStacksMatchNothing) {
+TEST(Classify, NonIpMatchesNothing) {
   const auto arp = classify_frame(Packet().eth_type(0x0806).payload("arp arp arp arp").frame());
   EXPECT_EQ(arp.keys->n, 0u);
   EXPECT_FALSE(arp.malformed());
-  const auto three =
-      classify_frame(Packet().vlan(1).vlan(2).vlan(3).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame());
-  EXPECT_EQ(three.keys->n, 0u);
+}
+
+// Issue 11, item 5: tag stacks of any depth and TPID 0x9100, MPLS label
+// stacks and PPPoE sessions all reach the IP packet inside.
+TEST(Classify, VlanStacksMplsAndPppoeReachTheIpPacket) {
+  const auto three = classify_frame(
+      Packet().vlan(1, 0x9100).vlan(2, 0x88a8).vlan(3).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame());
+  EXPECT_TRUE(three.matches("flow udp 10.0.0.1:1 10.0.0.2:2"));
+  Packet deep;
+  for (uint16_t t = 1; t <= 40; ++t) deep.vlan(t);
+  EXPECT_TRUE(classify_frame(deep.ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).frame()).matches("src 10.0.0.1"));
+
+  auto inner = [](Packet p) {  // the IP packet of a frame, without its Ethernet header
+    const Bytes f = p.frame();
+    return Bytes(f.begin() + 14, f.end());
+  };
+  auto wrap = [](uint16_t ethertype, Bytes head, const Bytes& ip) {
+    head.insert(head.end(), ip.begin(), ip.end());
+    return Packet().eth_type(ethertype).payload(head).frame();
+  };
+  const Bytes v4 = inner(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80)
+                             .payload("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n"));
+  const Bytes v6 = inner(Packet().ipv6("2001:db8::1", "2001:db8::2").udp(40000, 53).payload(test::dns_query("blocked.example")));
+  // MPLS: two labels (bottom of stack on the second), then IPv4 or IPv6.
+  const Bytes labels = {0x00, 0x01, 0x00, 0x40, 0x00, 0x02, 0x01, 0x40};
+  const auto m4 = classify_frame(wrap(0x8847, labels, v4));
+  EXPECT_TRUE(m4.matches("src 10.0.0.1"));
+  EXPECT_TRUE(m4.matches("host blocked.example"));
+  EXPECT_TRUE(classify_frame(wrap(0x8848, labels, v6)).matches("host blocked.example"));
+  // PPPoE session: ver/type 0x11, code 0, session 0x1234, length, PPP protocol.
+  const Bytes ppp4 = {0x11, 0x00, 0x12, 0x34, 0x00, 0x00, 0x00, 0x21};
+  const Bytes ppp6 = {0x11, 0x00, 0x12, 0x34, 0x00, 0x00, 0x00, 0x57};
+  const auto p4 = classify_frame(wrap(0x8864, ppp4, v4));
+  EXPECT_TRUE(p4.matches("dst 10.0.0.2"));
+  EXPECT_TRUE(p4.matches("host blocked.example"));
+  EXPECT_TRUE(classify_frame(wrap(0x8864, ppp6, v6)).matches("dst 2001:db8::2"));
+  // Not IP inside (PPP LCP, an Ethernet pseudowire), or cut: no keys.
+  const Bytes lcp = {0x11, 0x00, 0x12, 0x34, 0x00, 0x00, 0xc0, 0x21};
+  EXPECT_EQ(classify_frame(wrap(0x8864, lcp, v4)).keys->n, 0u);
+  const Bytes pw = {0x00, 0x01, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(classify_frame(wrap(0x8847, pw, {0x02, 0x00})).keys->n, 0u);
+  const auto cut = classify_frame(wrap(0x8847, {0x00, 0x01, 0x00}, {}));
+  EXPECT_TRUE(cut.malformed());
+  EXPECT_EQ(cut.keys->n, 0u);
 }
 
 TEST(Classify, EthernetPaddingIsNotPayload) {
@@ -149,15 +190,24 @@ TEST(Classify, Ipv6AuthenticationHeaderAndFragmentHeaderInTheChain) {
   EXPECT_TRUE(c.matches("host ah.example"));
 }
 
-TEST(Classify, TooManyIpv6ExtensionHeadersAreMalformed) {
-  Packet ok;
-  ok.ipv6("2001:db8::1", "2001:db8::2");
-  for (int i = 0; i < 16; ++i) ok.ipv6_ext(60);
-  EXPECT_TRUE(classify_frame(ok.udp(1, 2).frame()).matches("flow udp [2001:db8::1]:1 [2001:db8::2]:2"));
+// Linux walks any number of extension headers (an IPv6 SYN behind 17 of them
+// is answered), so every chain that fits the packet reaches the transport.
+TEST(Classify, Ipv6ExtensionChainsOfAnyLengthReachTheTransport) {
+  for (int count : {16, 17, 100}) {
+    Packet p;
+    p.ipv6("2001:db8::1", "2001:db8::2");
+    for (int i = 0; i < count; ++i) p.ipv6_ext(60);
+    const auto c = classify_frame(p.tcp(1, 443, 0x02).frame());
+    EXPECT_FALSE(c.malformed()) << count;
+    EXPECT_TRUE(c.matches("flow tcp [2001:db8::1]:1 [2001:db8::2]:443")) << count;
+  }
+  // A chain cut by the end of the packet is still malformed.
   Packet p;
   p.ipv6("2001:db8::1", "2001:db8::2");
-  for (int i = 0; i < 17; ++i) p.ipv6_ext(60);
-  const auto c = classify_frame(p.udp(1, 2).frame());
+  for (int i = 0; i < 20; ++i) p.ipv6_ext(60);
+  Bytes f = p.udp(1, 2).frame();
+  f.resize(14 + 40 + 8 * 10 + 4);
+  const auto c = classify_frame(f);
   EXPECT_TRUE(c.malformed());
   EXPECT_TRUE(c.matches("dst 2001:db8::2"));
   EXPECT_EQ(c.count(RuleKind::kFlow), 0u);

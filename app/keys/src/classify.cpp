@@ -20,12 +20,11 @@ static_assert(kMaxHostKeys == 127);
 static_assert(kFlowKeyMax + 4 * kAddrKeyMax + kServiceKeyMax + detail::kEncodeSlack <=
               kKeyBytesCapacity);
 
-constexpr uint16_t kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD, kEthVlan = 0x8100, kEthQinQ = 0x88A8;
-constexpr unsigned kMaxVlanTags = 2;
+constexpr uint16_t kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
+constexpr uint16_t kEthVlan = 0x8100, kEthQinQ = 0x88A8, kEthVlan9100 = 0x9100;
+constexpr uint16_t kEthMplsUnicast = 0x8847, kEthMplsMulticast = 0x8848, kEthPppoeSession = 0x8864;
+constexpr uint16_t kPppIpv4 = 0x0021, kPppIpv6 = 0x0057;
 constexpr uint8_t kTcpUrg = 0x20;  // TCP flags: the urgent pointer is significant
-// More extension headers than this is treated as malformed (bounds the walk
-// independently of the frame length).
-constexpr unsigned kMaxIpv6ExtHeaders = 16;
 
 inline uint16_t rd16(const uint8_t* p) noexcept {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
@@ -268,7 +267,7 @@ void ipv6(const uint8_t* frame, std::size_t off, std::size_t avail, PacketMeta& 
   }
   uint8_t nh = ip[6];
   std::size_t pos = 40;
-  for (unsigned hops = 0;; ++hops) {
+  while (true) {
     std::size_t hl;
     switch (nh) {
       case 0:    // hop-by-hop options
@@ -303,7 +302,9 @@ void ipv6(const uint8_t* frame, std::size_t off, std::size_t avail, PacketMeta& 
         transport(frame, m);
         return;
     }
-    if (pos + hl > end || hops + 1 > kMaxIpv6ExtHeaders) { m.malformed = true; return; }
+    // Any number of extension headers that fits the packet (Linux walks
+    // them all): each is at least 8 bytes, so the walk is linear in it.
+    if (pos + hl > end) { m.malformed = true; return; }
     nh = ip[pos];
     pos += hl;
   }
@@ -317,17 +318,39 @@ void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept
     m.malformed = true;
     return;
   }
+  // L2 encapsulations, any depth that fits the frame (each layer takes at
+  // least 4 bytes, so the walk is linear in it): VLAN tags (the outermost
+  // one's id is the flow zone), MPLS label stacks, PPPoE sessions.
   std::size_t off = 14;
   uint16_t type = rd16(frame + 12);
-  for (unsigned tags = 0; type == kEthVlan || type == kEthQinQ; ++tags) {
-    if (tags == kMaxVlanTags) return;  // deeper stacks are not parsed: match nothing
-    if (off + 4 > len) {
-      m.malformed = true;
-      return;
+  bool tagged = false;
+  while (true) {
+    if (type == kEthVlan || type == kEthQinQ || type == kEthVlan9100) {
+      if (off + 4 > len) { m.malformed = true; return; }
+      if (!tagged) m.vlan = rd16(frame + off) & 0x0fff;
+      tagged = true;
+      type = rd16(frame + off + 2);
+      off += 4;
+    } else if (type == kEthMplsUnicast || type == kEthMplsMulticast) {
+      if (off + 4 > len) { m.malformed = true; return; }
+      const bool bottom = (frame[off + 2] & 0x01) != 0;
+      off += 4;
+      if (!bottom) continue;
+      // No type field after the stack: IP by its version nibble (anything
+      // else, e.g. an Ethernet pseudowire's control word, is not parsed).
+      if (off >= len) { m.malformed = true; return; }
+      const unsigned version = frame[off] >> 4;
+      type = version == 4 ? kEthIpv4 : version == 6 ? kEthIpv6 : 0;
+    } else if (type == kEthPppoeSession) {
+      // ver/type 0x11, code 0 (session data), session id, length, PPP protocol.
+      if (off + 8 > len) { m.malformed = true; return; }
+      if (frame[off] != 0x11 || frame[off + 1] != 0) return;
+      const uint16_t ppp = rd16(frame + off + 6);
+      off += 8;
+      type = ppp == kPppIpv4 ? kEthIpv4 : ppp == kPppIpv6 ? kEthIpv6 : 0;
+    } else {
+      break;
     }
-    if (tags == 0) m.vlan = rd16(frame + off) & 0x0fff;
-    type = rd16(frame + off + 2);
-    off += 4;
   }
   if (type == kEthIpv4) {
     ipv4(frame, off, len - off, m);
