@@ -260,6 +260,25 @@ TEST_F(StreamSyncTest, ALocalJournalFailureStopsTheSync) {
   EXPECT_NE(err.find("local journal"), std::string::npos) << err;
 }
 
+TEST_F(StreamSyncTest, WaitReplicasRefusesAnOkNoReplicaAcknowledged) {
+  MapApplier m;
+  SyncOptions o = options("a");
+  o.wait_replicas = 1;  // this redis-server has no replica
+  o.io_timeout = 200ms;
+  StreamSync s(o, m, {});
+  ASSERT_TRUE(serve_until({&s}, [&] { return s.connected(); }));
+  std::vector<StreamId> ids;
+  std::string err;
+  const std::vector<Entry> e = {add("host a.example")};
+  EXPECT_FALSE(s.publish(e, &ids, &err));
+  EXPECT_NE(err.find("WAIT: 0 of 1 replicas"), std::string::npos) << err;
+  EXPECT_EQ(s.stats().publish_failures, 1u);
+  EXPECT_TRUE(s.connected());  // Redis is fine; only the acknowledgement is missing
+  // The entry is in the stream all the same (an unknown outcome for the
+  // client): it is applied with the next read, here and everywhere.
+  ASSERT_TRUE(serve_until({&s}, [&] { return m.rules.count("host a.example") == 1; }));
+}
+
 TEST_F(StreamSyncTest, LagCountsEntriesNotYetApplied) {
   MapApplier ma, mb;
   SyncOptions ob = options("b");

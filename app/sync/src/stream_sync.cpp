@@ -251,7 +251,8 @@ bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* 
     }
     pub_->append(args);
   }
-  const std::string wait_ms = std::to_string(o_.io_timeout.count());
+  // WAIT must answer before the socket's own timeout (io_timeout) fires.
+  const std::string wait_ms = std::to_string(std::max<int64_t>(1, o_.io_timeout.count() / 2));
   const std::string replicas = std::to_string(o_.wait_replicas);
   if (o_.wait_replicas > 0) pub_->append({"WAIT", replicas, wait_ms});
   bool ok = true;

@@ -1,0 +1,478 @@
+// Tests for the first-flight detectors, alone and behind the pool: a
+// post-quantum-sized ClientHello cut at every byte (TCP) and across TLS
+// records, HTTP heads cut everywhere and pipelined, DNS over TCP cut
+// everywhere and back to back.
+#include "cuckoogate/reasm/first_flight.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cuckoogate/reasm/pool.hpp"
+
+namespace {
+
+using namespace cg::reasm;
+using Bytes = std::vector<uint8_t>;
+
+void put16(Bytes& b, std::size_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+void put24(Bytes& b, std::size_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 16));
+  put16(b, v);
+}
+void append(Bytes& b, const Bytes& more) { b.insert(b.end(), more.begin(), more.end()); }
+void append(Bytes& b, const std::string& s) { b.insert(b.end(), s.begin(), s.end()); }
+Bytes fill(std::size_t n, uint8_t seed) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 7);
+  return b;
+}
+// An extension: type, 16-bit length, body.
+void extension(Bytes& exts, uint16_t type, const Bytes& body) {
+  put16(exts, type);
+  put16(exts, body.size());
+  append(exts, body);
+}
+
+// A ClientHello handshake message (4-byte header included) shaped like a
+// current browser's: SNI, groups, an X25519MLKEM768 key share (1216 bytes)
+// plus X25519, signature algorithms, ALPN, supported versions. ~1.5 KB.
+Bytes client_hello(const std::string& host) {
+  Bytes body;
+  put16(body, 0x0303);
+  append(body, fill(32, 1));  // random
+  body.push_back(32);
+  append(body, fill(32, 2));  // legacy session id
+  Bytes suites = {0x13, 0x01, 0x13, 0x02, 0x13, 0x03, 0xc0, 0x2b, 0xc0, 0x2f,
+                  0xc0, 0x2c, 0xc0, 0x30, 0xcc, 0xa9, 0xcc, 0xa8, 0x00, 0x9c};
+  put16(body, suites.size());
+  append(body, suites);
+  body.push_back(1);
+  body.push_back(0);  // null compression
+  Bytes exts;
+  Bytes sni;
+  put16(sni, host.size() + 3);
+  sni.push_back(0);  // host_name
+  put16(sni, host.size());
+  append(sni, host);
+  extension(exts, 0x0a0a, {});  // GREASE
+  extension(exts, 0x0017, {});  // extended master secret
+  extension(exts, 0x000a, {0x00, 0x08, 0x11, 0xec, 0x00, 0x1d, 0x00, 0x17, 0x00, 0x18});
+  Bytes ks;
+  Bytes shares;
+  put16(shares, 0x11ec);
+  put16(shares, 1216);
+  append(shares, fill(1216, 3));
+  put16(shares, 0x001d);
+  put16(shares, 32);
+  append(shares, fill(32, 4));
+  put16(ks, shares.size());
+  append(ks, shares);
+  extension(exts, 0x0033, ks);  // key_share
+  extension(exts, 0x000d, {0x00, 0x08, 0x04, 0x03, 0x08, 0x04, 0x04, 0x01, 0x05, 0x03});
+  extension(exts, 0x0010, {0x00, 0x0c, 0x02, 'h', '2', 0x08, 'h', 't', 't', 'p', '/', '1', '.', '1'});
+  extension(exts, 0x002b, {0x04, 0x03, 0x04, 0x03, 0x03});
+  extension(exts, 0x0000, sni);  // SNI late, as a permuting browser may put it
+  extension(exts, 0x0015, fill(180, 0) /* padding */);
+  put16(body, exts.size());
+  append(body, exts);
+  Bytes hs = {1};
+  put24(hs, body.size());
+  append(hs, body);
+  return hs;
+}
+
+// The handshake message in records of at most `record_max` payload bytes.
+Bytes in_records(const Bytes& hs, std::size_t record_max) {
+  Bytes out;
+  for (std::size_t off = 0; off < hs.size(); off += record_max) {
+    const std::size_t n = std::min(record_max, hs.size() - off);
+    out.insert(out.end(), {22, 3, 1});
+    put16(out, n);
+    out.insert(out.end(), hs.begin() + off, hs.begin() + off + n);
+  }
+  return out;
+}
+
+// One record, split in two records after `cut` handshake bytes.
+Bytes two_records(const Bytes& hs, std::size_t cut) {
+  Bytes out = {22, 3, 1};
+  put16(out, cut);
+  out.insert(out.end(), hs.begin(), hs.begin() + cut);
+  out.insert(out.end(), {22, 3, 3});
+  put16(out, hs.size() - cut);
+  out.insert(out.end(), hs.begin() + cut, hs.end());
+  return out;
+}
+
+// The SNI of a ClientHello message, read independently of the detector.
+std::string sni_of(const uint8_t* hs, std::size_t n) {
+  std::size_t i = 4 + 2 + 32;
+  i += 1 + hs[i];
+  i += 2 + (hs[i] << 8 | hs[i + 1]);
+  i += 1 + hs[i];
+  const std::size_t end = i + 2 + (hs[i] << 8 | hs[i + 1]);
+  for (i += 2; i + 4 <= end && end <= n;) {
+    const std::size_t type = hs[i] << 8 | hs[i + 1];
+    const std::size_t len = hs[i + 2] << 8 | hs[i + 3];
+    if (type == 0) return std::string(reinterpret_cast<const char*>(hs + i + 9), len - 5);
+    i += 4 + len;
+  }
+  return "";
+}
+
+TlsClientHello tls(const Bytes& in, std::size_t n, Bytes& scratch) {
+  scratch.assign(kTlsScratch, 0);
+  return detect_tls_client_hello(in.data(), n, scratch.data(), scratch.size());
+}
+
+TEST(ReasmTls, ClientHelloLooksLikeABrowsers) {
+  const Bytes hs = client_hello("www.blocked.example");
+  EXPECT_GT(hs.size(), 1500u);
+  EXPECT_EQ(sni_of(hs.data(), hs.size()), "www.blocked.example");
+}
+
+// Every TCP split point of a one-record ClientHello, through the pool in
+// both arrival orders: need more until the last byte, then the exact message.
+TEST(ReasmTls, OneRecordCutAtEveryByte) {
+  const Bytes hs = client_hello("www.blocked.example");
+  const Bytes stream = in_records(hs, kTlsMaxRecord);
+  auto pool = Pool::create({.slots = 2, .slot_bytes = 16384 + 512, .max_pending = 4});
+  Bytes scratch;
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    for (bool reversed : {false, true}) {
+      SCOPED_TRACE("cut " + std::to_string(cut) + (reversed ? " reversed" : ""));
+      const uint32_t h = pool->begin(7);
+      const Bytes first(stream.begin(), stream.begin() + cut);
+      const Bytes second(stream.begin() + cut, stream.end());
+      if (!reversed) {
+        pool->append(h, 7, first.data(), first.size());
+        const auto d = pool->data(h);
+        ASSERT_EQ(detect_tls_client_hello(d.data(), d.size(), scratch.data(), 0).status,
+                  cut < 9 ? Frame::kNeedMore : Frame::kTooLarge);  // scratch of 0 bytes
+        ASSERT_EQ(tls(Bytes(d.begin(), d.end()), d.size(), scratch).status, Frame::kNeedMore);
+        pool->append(h, 7 + cut, second.data(), second.size());
+      } else {
+        pool->append(h, 7 + cut, second.data(), second.size());
+        ASSERT_TRUE(pool->data(h).empty());
+        pool->append(h, 7, first.data(), first.size());
+      }
+      const auto d = pool->data(h);
+      const TlsClientHello r = tls(Bytes(d.begin(), d.end()), d.size(), scratch);
+      ASSERT_EQ(r.status, Frame::kComplete);
+      ASSERT_EQ(Bytes(r.handshake, r.handshake + r.handshake_len), hs);
+      ASSERT_EQ(r.consumed, stream.size());
+      pool->release(h);
+    }
+  }
+}
+
+// A ClientHello in two TLS records, the record boundary at every handshake
+// byte (so the SNI lands in either record or across them).
+TEST(ReasmTls, TwoRecordsCutAtEveryByte) {
+  const Bytes hs = client_hello("www.blocked.example");
+  Bytes scratch;
+  for (std::size_t cut = 1; cut < hs.size(); ++cut) {
+    SCOPED_TRACE("cut " + std::to_string(cut));
+    const Bytes stream = two_records(hs, cut);
+    const TlsClientHello r = tls(stream, stream.size(), scratch);
+    ASSERT_EQ(r.status, Frame::kComplete);
+    ASSERT_EQ(Bytes(r.handshake, r.handshake + r.handshake_len), hs);
+    ASSERT_EQ(sni_of(r.handshake, r.handshake_len), "www.blocked.example");
+    // The synthesised record: one header, then the message.
+    ASSERT_EQ(r.record_len, 5 + hs.size());
+    ASSERT_EQ(r.record[0], 22);
+    ASSERT_EQ(r.record[3] << 8 | r.record[4], static_cast<int>(hs.size()));
+    // Cut one byte short: the last record is not whole, need more.
+    ASSERT_EQ(tls(stream, stream.size() - 1, scratch).status, Frame::kNeedMore);
+  }
+}
+
+// Two records and a TCP split at every byte of the stream.
+TEST(ReasmTls, TwoRecordsAndTcpCutAtEveryByte) {
+  const Bytes hs = client_hello("www.blocked.example");
+  const Bytes stream = two_records(hs, 700);
+  Bytes scratch;
+  for (std::size_t n = 0; n < stream.size(); ++n)
+    ASSERT_EQ(tls(stream, n, scratch).status, Frame::kNeedMore) << n;
+  EXPECT_EQ(tls(stream, stream.size(), scratch).status, Frame::kComplete);
+}
+
+TEST(ReasmTls, ManySmallRecordsAndALargeHandshake) {
+  Bytes hs = client_hello("a.example");
+  // Grow the padding to a 16 KiB handshake (the default limit).
+  Bytes big = {1};
+  put24(big, kTlsMaxHandshake);
+  append(big, fill(kTlsMaxHandshake, 9));
+  Bytes scratch;
+  for (const Bytes& m : {hs, big}) {
+    const Bytes stream = in_records(m, 100);
+    const TlsClientHello r = tls(stream, stream.size(), scratch);
+    ASSERT_EQ(r.status, Frame::kComplete);
+    EXPECT_EQ(Bytes(r.handshake, r.handshake + r.handshake_len), m);
+  }
+  Bytes too_big = {1};
+  put24(too_big, kTlsMaxHandshake + 1);
+  const Bytes stream = in_records(too_big, 100);
+  EXPECT_EQ(tls(stream, stream.size(), scratch).status, Frame::kTooLarge);
+}
+
+TEST(ReasmTls, BytesAfterTheMessageAreNotConsumed) {
+  const Bytes hs = client_hello("x.example");
+  Bytes stream = in_records(hs, kTlsMaxRecord);
+  const std::size_t first = stream.size();
+  stream.insert(stream.end(), {20, 3, 3, 0, 1, 1});  // ChangeCipherSpec
+  Bytes scratch;
+  const TlsClientHello r = tls(stream, stream.size(), scratch);
+  ASSERT_EQ(r.status, Frame::kComplete);
+  EXPECT_EQ(r.consumed, first);
+}
+
+TEST(ReasmTls, NotTlsOrMalformedIsInvalid) {
+  Bytes scratch;
+  const Bytes get = {'G', 'E', 'T', ' '};
+  EXPECT_EQ(tls(get, 1, scratch).status, Frame::kInvalid);  // on the first byte
+  const Bytes sslv2 = {22, 2, 0, 0, 5};
+  EXPECT_EQ(tls(sslv2, 2, scratch).status, Frame::kInvalid);
+  const Bytes empty_record = {22, 3, 1, 0, 0};
+  EXPECT_EQ(tls(empty_record, 5, scratch).status, Frame::kInvalid);
+  const Bytes huge_record = {22, 3, 1, 0x40, 0x01, 1};
+  EXPECT_EQ(tls(huge_record, 6, scratch).status, Frame::kInvalid);
+  const Bytes server_hello = {22, 3, 3, 0, 4, 2, 0, 0, 0};
+  EXPECT_EQ(tls(server_hello, server_hello.size(), scratch).status, Frame::kInvalid);
+  // An alert record between two parts of the ClientHello.
+  const Bytes hs = client_hello("x.example");
+  Bytes stream = two_records(hs, 100);
+  stream[5 + 100] = 21;
+  EXPECT_EQ(tls(stream, stream.size(), scratch).status, Frame::kInvalid);
+}
+
+// ---- HTTP ---------------------------------------------------------------
+
+HttpHead http(const std::string& s, std::size_t n = std::string::npos,
+              std::size_t max_head = kHttpMaxHead) {
+  return detect_http_head(reinterpret_cast<const uint8_t*>(s.data()), std::min(n, s.size()),
+                          max_head);
+}
+
+TEST(ReasmHttp, HeadCutAtEveryByte) {
+  for (const std::string head : {
+           "GET /secret HTTP/1.1\r\nHost: www.blocked.example\r\nAccept: */*\r\n\r\n",
+           "GET /secret HTTP/1.1\nHost: www.blocked.example\nAccept: */*\n\n",
+           "GET /secret HTTP/1.1\r\nHost: www.blocked.example\n\r\n"}) {
+    for (std::size_t n = 0; n < head.size(); ++n)
+      ASSERT_EQ(http(head, n).status, Frame::kNeedMore) << n << " of " << head;
+    const HttpHead h = http(head);
+    ASSERT_EQ(h.status, Frame::kComplete);
+    EXPECT_EQ(h.head_end, head.size());
+    EXPECT_EQ(h.body, HttpBody::kNone);
+    EXPECT_EQ(h.next, head.size());
+    // What follows the head does not change where it ends.
+    EXPECT_EQ(http(head + "GET / HTTP/1.1\r\n").head_end, head.size());
+  }
+}
+
+TEST(ReasmHttp, LeadingEmptyLinesAreSkipped) {
+  const HttpHead h = http("\r\n\nGET / HTTP/1.1\r\nHost: a\r\n\r\n");
+  ASSERT_EQ(h.status, Frame::kComplete);
+  EXPECT_EQ(h.start, 3u);
+  EXPECT_EQ(http("\r\n\r").status, Frame::kNeedMore);
+  EXPECT_EQ(http("\r\nX").status, Frame::kNeedMore);
+  EXPECT_EQ(http("\rX").status, Frame::kInvalid);
+}
+
+TEST(ReasmHttp, AnyMethodTokenButNotBinary) {
+  EXPECT_EQ(http("PURGE  /x HTTP/1.1\r\n\r\n").status, Frame::kComplete);
+  EXPECT_EQ(http("G").status, Frame::kNeedMore);
+  EXPECT_EQ(http("\x16\x03\x01").status, Frame::kInvalid);
+  EXPECT_EQ(http("GET\r\n\r\n").status, Frame::kInvalid);
+  EXPECT_EQ(http(" GET / HTTP/1.1\r\n\r\n").status, Frame::kInvalid);
+}
+
+TEST(ReasmHttp, HeadLimit) {
+  const std::string head = "GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n";
+  EXPECT_EQ(http(head, head.size(), head.size()).status, Frame::kComplete);
+  EXPECT_EQ(http(head, head.size(), head.size() - 1).status, Frame::kTooLarge);
+  // Still unfinished and already over the limit: too large, not need more.
+  EXPECT_EQ(http(head, 60, 50).status, Frame::kTooLarge);
+  EXPECT_EQ(http(head, 40, 50).status, Frame::kNeedMore);
+}
+
+TEST(ReasmHttp, BodyFraming) {
+  HttpHead h = http("POST /u HTTP/1.1\r\ncontent-LENGTH:  12 \r\n\r\n");
+  ASSERT_EQ(h.status, Frame::kComplete);
+  EXPECT_EQ(h.body, HttpBody::kLength);
+  EXPECT_EQ(h.content_length, 12u);
+  EXPECT_EQ(h.next, h.head_end + 12);
+  h = http("POST /u HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(h.status, Frame::kComplete);
+  EXPECT_EQ(http("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n").status,
+            Frame::kInvalid);
+  EXPECT_EQ(http("POST / HTTP/1.1\r\nContent-Length: 5x\r\n\r\n").status, Frame::kInvalid);
+  EXPECT_EQ(http("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n").status,
+            Frame::kInvalid);
+  h = http("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\nContent-Length: 3\r\n\r\n");
+  ASSERT_EQ(h.status, Frame::kComplete);
+  EXPECT_EQ(h.body, HttpBody::kChunked);
+  EXPECT_EQ(http("POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n").status,
+            Frame::kInvalid);
+  // Header names are matched whole: not a Content-Length.
+  h = http("POST / HTTP/1.1\r\nX-Content-Length: 3\r\n\r\n");
+  EXPECT_EQ(h.body, HttpBody::kNone);
+}
+
+TEST(ReasmHttp, ChunkedBodyEnd) {
+  const std::string body = "4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nT: x\r\n\r\n";
+  const auto* p = reinterpret_cast<const uint8_t*>(body.data());
+  std::size_t end = 0;
+  for (std::size_t n = 0; n < body.size(); ++n)
+    ASSERT_EQ(find_chunked_end(p, n, &end), Frame::kNeedMore) << n;
+  ASSERT_EQ(find_chunked_end(p, body.size(), &end), Frame::kComplete);
+  EXPECT_EQ(end, body.size());
+  const std::string lf = "3\nabc\n0\n\nGET";
+  ASSERT_EQ(find_chunked_end(reinterpret_cast<const uint8_t*>(lf.data()), lf.size(), &end),
+            Frame::kComplete);
+  EXPECT_EQ(end, lf.size() - 3);
+  for (const std::string bad : {"x\r\n", "4\r\nWikiX\r\n", "4@\r\n"})
+    EXPECT_EQ(find_chunked_end(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), &end),
+              Frame::kInvalid) << bad;
+  const std::string huge = "80000001\r\n";
+  EXPECT_EQ(find_chunked_end(reinterpret_cast<const uint8_t*>(huge.data()), huge.size(), &end),
+            Frame::kTooLarge);
+}
+
+// What the worker will do on a keep-alive connection: after each append,
+// judge every complete request head and consume it with its body.
+std::vector<std::string> requests_in(Pool& pool, uint32_t h) {
+  std::vector<std::string> found;
+  for (;;) {
+    const auto d = pool.data(h);
+    const HttpHead head = detect_http_head(d.data(), d.size());
+    if (head.status != Frame::kComplete) return found;
+    found.emplace_back(reinterpret_cast<const char*>(d.data()) + head.start,
+                       head.head_end - head.start);
+    uint64_t next = head.next;
+    if (head.body == HttpBody::kChunked) {
+      std::size_t end = 0;
+      if (find_chunked_end(d.data() + head.head_end, d.size() - head.head_end, &end) !=
+          Frame::kComplete) {
+        found.pop_back();  // judged again once the body is whole
+        return found;
+      }
+      next = head.head_end + end;
+    }
+    EXPECT_TRUE(pool.consume(h, static_cast<uint32_t>(next)));
+  }
+}
+
+TEST(ReasmHttp, PipelinedRequestsCutAtEveryByte) {
+  const std::string r1 = "GET /a HTTP/1.1\r\nHost: ok.example\r\n\r\n";
+  const std::string r2 = "POST /b HTTP/1.1\r\nHost: ok.example\r\nContent-Length: 10\r\n\r\n";
+  const std::string r3 = "PUT /c HTTP/1.1\nHost: ok.example\nTransfer-Encoding: chunked\n\n";
+  const std::string r4 = "GET /secret HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
+  const std::string stream = r1 + r2 + "0123456789" + r3 + "3\nabc\n0\n\n" + r4;
+  auto pool = Pool::create({.slots = 1, .slot_bytes = 1024, .max_pending = 4});
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    SCOPED_TRACE("cut " + std::to_string(cut));
+    const uint32_t h = pool->begin(0xfffffff0u);
+    std::vector<std::string> got;
+    const auto* p = reinterpret_cast<const uint8_t*>(stream.data());
+    pool->append(h, 0xfffffff0u, p, static_cast<uint32_t>(cut));
+    for (auto& s : requests_in(*pool, h)) got.push_back(s);
+    pool->append(h, 0xfffffff0u + static_cast<uint32_t>(cut), p + cut,
+                 static_cast<uint32_t>(stream.size() - cut));
+    for (auto& s : requests_in(*pool, h)) got.push_back(s);
+    ASSERT_EQ(got, (std::vector<std::string>{r1, r2, r3, r4}));
+    EXPECT_TRUE(pool->data(h).empty());
+    pool->release(h);
+  }
+}
+
+TEST(ReasmHttp, ContentLengthBodyLargerThanTheSlotIsSkipped) {
+  auto pool = Pool::create({.slots = 1, .slot_bytes = 256, .max_pending = 4});
+  const std::string r1 = "POST /up HTTP/1.1\r\nContent-Length: 5000\r\n\r\n";
+  const std::string r2 = "GET /secret HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
+  const std::string stream = r1 + std::string(5000, 'b') + r2;
+  const auto* p = reinterpret_cast<const uint8_t*>(stream.data());
+  const uint32_t h = pool->begin(0);
+  std::vector<std::string> got;
+  for (std::size_t off = 0; off < stream.size(); off += 100) {
+    const auto n = static_cast<uint32_t>(std::min<std::size_t>(100, stream.size() - off));
+    ASSERT_NE(pool->append(h, static_cast<uint32_t>(off), p + off, n), Append::kOverflow) << off;
+    for (auto& s : requests_in(*pool, h)) got.push_back(s);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{r1, r2}));
+  EXPECT_EQ(pool->stats().overlaps, 0u);
+}
+
+// ---- DNS over TCP -------------------------------------------------------
+
+Bytes dns_query(const std::string& name, uint16_t id) {
+  Bytes m;
+  put16(m, id);
+  m.insert(m.end(), {0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0});
+  std::size_t i = 0;
+  while (i <= name.size()) {
+    const std::size_t dot = std::min(name.find('.', i), name.size());
+    m.push_back(static_cast<uint8_t>(dot - i));
+    m.insert(m.end(), name.begin() + i, name.begin() + dot);
+    i = dot + 1;
+  }
+  m.insert(m.end(), {0, 0, 1, 0, 1});
+  Bytes framed;
+  put16(framed, m.size());
+  append(framed, m);
+  return framed;
+}
+
+TEST(ReasmDns, QueryCutAtEveryByte) {
+  const Bytes q = dns_query("www.blocked.example", 0x1234);
+  for (std::size_t n = 0; n < q.size(); ++n)
+    ASSERT_EQ(detect_dns_tcp(q.data(), n).status, Frame::kNeedMore) << n;
+  const DnsMessage m = detect_dns_tcp(q.data(), q.size());
+  ASSERT_EQ(m.status, Frame::kComplete);
+  EXPECT_EQ(m.message, q.data() + 2);
+  EXPECT_EQ(m.message_len, q.size() - 2);
+  EXPECT_EQ(m.next, q.size());
+}
+
+TEST(ReasmDns, ShortLengthIsInvalid) {
+  const Bytes q = {0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  EXPECT_EQ(detect_dns_tcp(q.data(), q.size()).status, Frame::kInvalid);
+  EXPECT_EQ(detect_dns_tcp(q.data(), 2).status, Frame::kInvalid);
+}
+
+TEST(ReasmDns, QueriesBackToBackCutAtEveryByte) {
+  Bytes stream = dns_query("a.example", 1);
+  append(stream, dns_query("www.blocked.example", 2));
+  append(stream, dns_query("c.example", 3));
+  auto pool = Pool::create({.slots = 1, .slot_bytes = 512, .max_pending = 2});
+  for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+    SCOPED_TRACE("cut " + std::to_string(cut));
+    const uint32_t h = pool->begin(99);
+    std::vector<uint16_t> ids;
+    auto drain = [&] {
+      for (;;) {
+        const auto d = pool->data(h);
+        const DnsMessage m = detect_dns_tcp(d.data(), d.size());
+        if (m.status != Frame::kComplete) return;
+        ids.push_back(static_cast<uint16_t>(m.message[0] << 8 | m.message[1]));
+        ASSERT_TRUE(pool->consume(h, static_cast<uint32_t>(m.next)));
+      }
+    };
+    // Second half first: held out of order until the first arrives.
+    pool->append(h, 99 + static_cast<uint32_t>(cut), stream.data() + cut,
+                 static_cast<uint32_t>(stream.size() - cut));
+    drain();
+    pool->append(h, 99, stream.data(), static_cast<uint32_t>(cut));
+    drain();
+    ASSERT_EQ(ids, (std::vector<uint16_t>{1, 2, 3}));
+    pool->release(h);
+  }
+}
+
+}  // namespace
