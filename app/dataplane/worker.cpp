@@ -350,7 +350,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       bump(st.dropped_by_kind[h.kind]);
       if (cfg_.verify) bump(cfg_.rule_hits[h.slot]);  // single writer: this worker's own array
       flow_drops += !s.classify[i] || (e != nullptr && e->blocked() && s.hit[i].kind == 0);
-      s.by_rule[nd] = true;                      // a reject answers these, not malformed drops
+      // A reject answers these, not malformed drops; nor tunneled packets,
+      // whose reply the builder would address to the tunnel's endpoints.
+      s.by_rule[nd] = !s.meta[i].tunneled;
       drop[nd++] = pkts[i];
     } else if (bad && cfg_.drop_malformed) {     // malformed, policy drop
       ++malformed_dropped;

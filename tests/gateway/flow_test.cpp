@@ -354,6 +354,14 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
   s = replay({blocked}, "dst 192.0.2.44\n", {"--action", "reject"});
   EXPECT_EQ(s["rejects"]["sent"], 2);
   EXPECT_TRUE(read_pcap(path("pass.pcap")).empty());  // no RST among the passed packets
+  // The same SYN inside an IP-in-IP tunnel is dropped, but not answered: the
+  // reply would be addressed to the tunnel's endpoints.
+  const Bytes inner(blocked.begin() + 14, blocked.end());
+  const Bytes tunneled = Packet().ipv4("198.51.100.1", "198.51.100.2").proto(4).payload(inner).frame();
+  s = replay({tunneled}, "dst 192.0.2.44\n", {"--action", "reject", "--reply", path("reply.pcap")});
+  EXPECT_EQ(s["dropped"], 1);
+  EXPECT_EQ(s["rejects"]["sent"], 0);
+  EXPECT_TRUE(read_pcap(path("reply.pcap")).empty());
 }
 
 }  // namespace

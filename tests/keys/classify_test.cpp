@@ -91,6 +91,68 @@ TEST(Classify, NonIpMatchesNothing) {
   EXPECT_FALSE(arp.malformed());
 }
 
+// Issue 11, item 5: tunnels. The inner packet gives every key; the outermost
+// IP header's addresses are keys too.
+TEST(Classify, TunnelsGiveInnerKeysAndOuterAddresses) {
+  auto inner = [](Packet p) {
+    const Bytes f = p.frame();
+    return Bytes(f.begin() + 14, f.end());
+  };
+  auto cat = [](Bytes a, const Bytes& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const Bytes ip4 = inner(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80)
+                              .payload("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n"));
+  const Bytes ip6 = inner(Packet().ipv6("2001:db8::1", "2001:db8::2").udp(40000, 53).payload(test::dns_query("blocked.example")));
+  const Bytes eth4 = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80)
+                         .payload("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n").frame();
+  auto check = [](const test::Classified& c, const char* outer_src, const char* what) {
+    EXPECT_FALSE(c.malformed()) << what;
+    EXPECT_TRUE(c.matches(std::string("src ") + outer_src)) << what;
+    EXPECT_TRUE(c.matches("host blocked.example")) << what;
+  };
+  // IPv4-in-IPv4 (protocol 4) and 6in4 (protocol 41).
+  const auto ipip = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(4).payload(ip4).frame());
+  check(ipip, "192.0.2.1", "ipip");
+  EXPECT_TRUE(ipip.matches("src 10.0.0.1"));
+  EXPECT_TRUE(ipip.matches("flow tcp 10.0.0.1:40000 10.0.0.2:80"));
+  EXPECT_TRUE(ipip.matches("dst 192.0.2.2"));
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(41).payload(ip6).frame()), "192.0.2.1", "6in4");
+  // IPv6 carrying IPv4.
+  check(classify_frame(Packet().ipv6("2001:db8:ff::1", "2001:db8:ff::2").proto(4).payload(ip4).frame()),
+        "2001:db8:ff::1", "4in6");
+  // GRE: plain IPv4 inside; with checksum, key and sequence; Ethernet inside.
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(47).payload(cat({0x00, 0x00, 0x08, 0x00}, ip4)).frame()),
+        "192.0.2.1", "gre");
+  const Bytes gre_cks = {0xb0, 0x00, 0x86, 0xdd, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 7};
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(47).payload(cat(gre_cks, ip6)).frame()),
+        "192.0.2.1", "gre c/k/s");
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(47).payload(cat({0x00, 0x00, 0x65, 0x58}, eth4)).frame()),
+        "192.0.2.1", "gre teb");
+  // VXLAN (flags with the VNI bit, VNI 42) and GENEVE (one 4-byte option).
+  const Bytes vxlan = {0x08, 0, 0, 0, 0, 0, 42, 0};
+  const auto vx = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 4789).payload(cat(vxlan, eth4)).frame());
+  check(vx, "192.0.2.1", "vxlan");
+  EXPECT_EQ(vx.count(RuleKind::kService), 1u);  // the inner packet's, not the tunnel's
+  EXPECT_TRUE(vx.matches("service tcp 10.0.0.2:80"));
+  const Bytes geneve = {0x01, 0x00, 0x65, 0x58, 0, 0, 42, 0, 0x01, 0x02, 0x03, 0x00};
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 6081).payload(cat(geneve, eth4)).frame()),
+        "192.0.2.1", "geneve");
+  // Nested: IP-in-IP inside VXLAN; the outermost addresses are the keys.
+  const Bytes mid = Packet().ipv4("198.51.100.1", "198.51.100.2").proto(4).payload(ip4).frame();
+  const auto nested = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 4789).payload(cat(vxlan, mid)).frame());
+  check(nested, "192.0.2.1", "nested");
+  EXPECT_TRUE(nested.matches("flow tcp 10.0.0.1:40000 10.0.0.2:80"));
+  // UDP to 4789 that is not VXLAN, and GRE version 1: judged as they are.
+  const auto notvx = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 4789).payload("plain data").frame());
+  EXPECT_TRUE(notvx.matches("service udp 192.0.2.2:4789"));
+  EXPECT_FALSE(notvx.malformed());
+  const auto gre1 = classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").proto(47).payload(cat({0x30, 0x01, 0x88, 0x0b}, ip4)).frame());
+  EXPECT_FALSE(gre1.matches("host blocked.example"));
+  EXPECT_TRUE(gre1.matches("src 192.0.2.1"));
+}
+
 // Issue 11, item 5: tag stacks of any depth and TPID 0x9100, MPLS label
 // stacks and PPPoE sessions all reach the IP packet inside.
 TEST(Classify, VlanStacksMplsAndPppoeReachTheIpPacket) {

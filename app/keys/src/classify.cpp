@@ -17,13 +17,19 @@ static_assert(kKeyBytesCapacity <= 65535, "PacketKey offsets are 16-bit");
 static_assert(kMaxHostKeys == 127);
 // Address, flow and service keys come first and may be written with up to
 // kEncodeSlack bytes of overrun (encoding.hpp); later keys overwrite it.
-static_assert(kFlowKeyMax + 4 * kAddrKeyMax + kServiceKeyMax + detail::kEncodeSlack <=
+static_assert(kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + detail::kEncodeSlack <=
               kKeyBytesCapacity);
 
 constexpr uint16_t kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
 constexpr uint16_t kEthVlan = 0x8100, kEthQinQ = 0x88A8, kEthVlan9100 = 0x9100;
 constexpr uint16_t kEthMplsUnicast = 0x8847, kEthMplsMulticast = 0x8848, kEthPppoeSession = 0x8864;
 constexpr uint16_t kPppIpv4 = 0x0021, kPppIpv6 = 0x0057;
+constexpr uint16_t kEthTransparentBridging = 0x6558;  // an Ethernet frame inside GRE/GENEVE
+constexpr uint8_t kProtoIpInIp = 4, kProtoIpv6InIp = 41, kProtoGre = 47;
+constexpr uint16_t kVxlanPort = 4789, kGenevePort = 6081;
+// Tunnels inside tunnels, up to this many; a deeper packet is judged on its
+// layers so far and flagged malformed.
+constexpr unsigned kMaxTunnels = 4;
 constexpr uint8_t kTcpUrg = 0x20;  // TCP flags: the urgent pointer is significant
 
 inline uint16_t rd16(const uint8_t* p) noexcept {
@@ -310,6 +316,96 @@ void ipv6(const uint8_t* frame, std::size_t off, std::size_t avail, PacketMeta& 
   }
 }
 
+// L2 encapsulations from `off` (the first byte after an EtherType `type`),
+// any depth that fits [0, len) (each layer takes at least 4 bytes, so the
+// walk is linear): VLAN tags (the outermost frame's first tag is the flow
+// zone), MPLS label stacks, PPPoE sessions. On return `type` is the EtherType
+// of what follows at `off`; false when it cannot be read (malformed set) or
+// is not parsed further.
+bool walk_l2(const uint8_t* frame, std::size_t len, std::size_t& off, uint16_t& type, PacketMeta& m,
+             bool outermost) noexcept {
+  bool tagged = !outermost;
+  while (true) {
+    if (type == kEthVlan || type == kEthQinQ || type == kEthVlan9100) {
+      if (off + 4 > len) { m.malformed = true; return false; }
+      if (!tagged) m.vlan = rd16(frame + off) & 0x0fff;
+      tagged = true;
+      type = rd16(frame + off + 2);
+      off += 4;
+    } else if (type == kEthMplsUnicast || type == kEthMplsMulticast) {
+      if (off + 4 > len) { m.malformed = true; return false; }
+      const bool bottom = (frame[off + 2] & 0x01) != 0;
+      off += 4;
+      if (!bottom) continue;
+      // No type field after the stack: IP by its version nibble (anything
+      // else, e.g. an Ethernet pseudowire's control word, is not parsed).
+      if (off >= len) { m.malformed = true; return false; }
+      const unsigned version = frame[off] >> 4;
+      type = version == 4 ? kEthIpv4 : version == 6 ? kEthIpv6 : 0;
+    } else if (type == kEthPppoeSession) {
+      // ver/type 0x11, code 0 (session data), session id, length, PPP protocol.
+      if (off + 8 > len) { m.malformed = true; return false; }
+      if (frame[off] != 0x11 || frame[off + 1] != 0) return false;
+      const uint16_t ppp = rd16(frame + off + 6);
+      off += 8;
+      type = ppp == kPppIpv4 ? kEthIpv4 : ppp == kPppIpv6 ? kEthIpv6 : 0;
+    } else {
+      return true;
+    }
+  }
+}
+
+// Is the packet m describes a tunnel? IPv4/IPv6 in IP (protocols 4 and 41,
+// 6in4 included), GRE version 0 (checksum, key and sequence fields skipped;
+// IP or transparent Ethernet inside), VXLAN (UDP to 4789) and GENEVE (UDP to
+// 6081, options skipped). Sets where the inner packet starts and either its
+// EtherType (type) or ether = true for an inner Ethernet frame. A cut,
+// fragmented or malformed outer packet is not decapsulated.
+bool tunnel(const uint8_t* frame, const PacketMeta& m, std::size_t& inner, uint16_t& type,
+            bool& ether) noexcept {
+  if (!m.l4 || m.malformed || m.fragmented || m.non_first_fragment) return false;
+  ether = false;
+  const uint8_t* l4 = frame + m.l4_off;
+  auto inner_of = [&](uint16_t pt, std::size_t at) {
+    inner = at;
+    if (pt == kEthTransparentBridging) {
+      ether = true;
+      return true;
+    }
+    type = pt;
+    return pt == kEthIpv4 || pt == kEthIpv6;
+  };
+  switch (m.proto) {
+    case kProtoIpInIp:
+      return inner_of(kEthIpv4, m.l4_off);
+    case kProtoIpv6InIp:
+      return inner_of(kEthIpv6, m.l4_off);
+    case kProtoGre: {
+      if (m.l4_len < 4) return false;
+      const uint16_t flags = rd16(l4);
+      if ((flags & 0x4007) != 0) return false;  // routing present, or not version 0
+      const std::size_t h = 4 + ((flags & 0x8000) ? 4 : 0) + ((flags & 0x2000) ? 4 : 0) +
+                            ((flags & 0x1000) ? 4 : 0);
+      return h <= m.l4_len && inner_of(rd16(l4 + 2), m.l4_off + h);
+    }
+    case kProtoUdp: {
+      const uint8_t* u = frame + m.payload_off;
+      if (m.dport == kVxlanPort) {
+        if (m.payload_len < 8 || (u[0] & 0x08) == 0) return false;  // the VNI flag
+        return inner_of(kEthTransparentBridging, m.payload_off + 8);
+      }
+      if (m.dport == kGenevePort) {
+        if (m.payload_len < 8 || (u[0] >> 6) != 0) return false;  // version 0
+        const std::size_t h = 8 + static_cast<std::size_t>(u[0] & 0x3f) * 4;
+        return h <= m.payload_len && inner_of(rd16(u + 2), m.payload_off + h);
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {
@@ -318,44 +414,54 @@ void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept
     m.malformed = true;
     return;
   }
-  // L2 encapsulations, any depth that fits the frame (each layer takes at
-  // least 4 bytes, so the walk is linear in it): VLAN tags (the outermost
-  // one's id is the flow zone), MPLS label stacks, PPPoE sessions.
   std::size_t off = 14;
   uint16_t type = rd16(frame + 12);
-  bool tagged = false;
-  while (true) {
-    if (type == kEthVlan || type == kEthQinQ || type == kEthVlan9100) {
-      if (off + 4 > len) { m.malformed = true; return; }
-      if (!tagged) m.vlan = rd16(frame + off) & 0x0fff;
-      tagged = true;
-      type = rd16(frame + off + 2);
-      off += 4;
-    } else if (type == kEthMplsUnicast || type == kEthMplsMulticast) {
-      if (off + 4 > len) { m.malformed = true; return; }
-      const bool bottom = (frame[off + 2] & 0x01) != 0;
-      off += 4;
-      if (!bottom) continue;
-      // No type field after the stack: IP by its version nibble (anything
-      // else, e.g. an Ethernet pseudowire's control word, is not parsed).
-      if (off >= len) { m.malformed = true; return; }
-      const unsigned version = frame[off] >> 4;
-      type = version == 4 ? kEthIpv4 : version == 6 ? kEthIpv6 : 0;
-    } else if (type == kEthPppoeSession) {
-      // ver/type 0x11, code 0 (session data), session id, length, PPP protocol.
-      if (off + 8 > len) { m.malformed = true; return; }
-      if (frame[off] != 0x11 || frame[off + 1] != 0) return;
-      const uint16_t ppp = rd16(frame + off + 6);
-      off += 8;
-      type = ppp == kPppIpv4 ? kEthIpv4 : ppp == kPppIpv6 ? kEthIpv6 : 0;
+  if (!walk_l2(frame, len, off, type, m, /*outermost=*/true)) return;
+  std::size_t end = len;
+  for (unsigned depth = 0;; ++depth) {
+    if (type == kEthIpv4) {
+      ipv4(frame, off, end - off, m);
+    } else if (type == kEthIpv6) {
+      ipv6(frame, off, end - off, m);
     } else {
-      break;
+      return;
     }
-  }
-  if (type == kEthIpv4) {
-    ipv4(frame, off, len - off, m);
-  } else if (type == kEthIpv6) {
-    ipv6(frame, off, len - off, m);
+    std::size_t inner = 0;
+    bool ether = false;
+    if (!tunnel(frame, m, inner, type, ether)) return;
+    if (depth == kMaxTunnels) {  // judged on what is known so far
+      m.malformed = true;
+      return;
+    }
+    // The inner packet gives every key but the outermost addresses, which
+    // stay keys too; it is bounded by the outer IP packet.
+    const PacketMeta outer = m;
+    m = PacketMeta{};
+    m.vlan = outer.vlan;
+    m.tunneled = true;
+    m.outer_family = outer.tunneled ? outer.outer_family : outer.family;
+    m.outer_addr_off = outer.tunneled ? outer.outer_addr_off : outer.addr_off;
+    end = outer.l4_off + outer.l4_len;
+    off = inner;
+    bool ok = true;
+    if (ether) {
+      ok = off + 14 <= end;
+      if (ok) {
+        type = rd16(frame + off + 12);
+        off += 14;
+        ok = walk_l2(frame, end, off, type, m, /*outermost=*/false);
+      }
+    }
+    if (ok && (type == kEthIpv4 || type == kEthIpv6)) continue;
+    // Nothing IP inside what looked like a tunnel (UDP to 4789 that is not
+    // VXLAN, say): the packet is the outer one after all.
+    if (m.malformed) {
+      m = outer;
+      m.malformed = true;
+    } else {
+      m = outer;
+    }
+    return;
   }
 }
 
@@ -369,6 +475,10 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) n
     const uint8_t* src = frame + m.addr_off;
     const uint8_t* dst = src + m.addr_len();
     addresses(m.family, src, dst, em);
+    if (m.tunneled) {  // the outermost IP header's addresses are keys too
+      const uint8_t* osrc = frame + m.outer_addr_off;
+      addresses(m.outer_family, osrc, osrc + (m.outer_family == 4 ? 4 : 16), em);
+    }
     if (m.l4) {
       em.commit(RuleKind::kFlow, detail::encode_flow_key(em.cursor(), m.family, m.proto, src, m.sport,
                                                          dst, m.dport));
