@@ -414,6 +414,39 @@ TEST(ClassifyHttp, EveryMethodOnAnyPort) {
   EXPECT_EQ(connect.count(RuleKind::kUrl), 0u);
 }
 
+// Issue 11, item 6: the url a server resolves, for rules and traffic alike.
+TEST(ClassifyHttp, UrlsAreCanonicalisedLikeRules) {
+  auto get = [](const std::string& target) {
+    return classify_frame(http("GET " + target + " HTTP/1.1\r\nHost: Shop.Example\r\n\r\n"));
+  };
+  for (const char* t : {"/secret/page", "/%73ecret/page", "//secret//page", "/./secret/./page", "/x/../secret/page",
+                        "/secret/x/y/../../page", "/../secret/page", "/secret/page?any=query", "/%73ecret%2fx/../page"}) {
+    // The last: %2f is an escaped '/', not a separator, so "secret%2Fx" is
+    // one segment that ".." removes: the url is /page.
+    const auto c = get(t);
+    if (std::string_view(t) == "/%73ecret%2fx/../page") {
+      EXPECT_TRUE(c.matches("url shop.example/page")) << t;
+      EXPECT_FALSE(c.matches("url shop.example/secret/page")) << t;
+      continue;
+    }
+    EXPECT_TRUE(c.matches("url shop.example/secret/page")) << t;
+  }
+  // A rule with a query matches that query only; its text is canonical too.
+  EXPECT_TRUE(get("/a?x=%41").matches("url shop.example/a?x=A"));
+  EXPECT_FALSE(get("/a?x=B").matches("url shop.example/a?x=A"));
+  EXPECT_TRUE(get("/a?x=B").matches("url shop.example/a"));
+  EXPECT_TRUE(get("/a/b/").matches("url shop.example/x/../a//b/"));
+  EXPECT_FALSE(get("/a/b/").matches("url shop.example/a/b"));  // a trailing slash is a different resource
+  EXPECT_FALSE(get("/Secret/page").matches("url shop.example/secret/page"));  // paths keep their case
+  EXPECT_TRUE(get("/%7e%5b").matches("url shop.example/~%5B"));  // unreserved decoded, other escapes upper-cased
+  // Padding that canonicalises away cannot push a url past the length limit.
+  std::string padded;
+  for (int i = 0; i < 800; ++i) padded += "/.";
+  padded += "/secret/page";
+  const auto p = get(padded);
+  EXPECT_TRUE(p.matches("url shop.example/secret/page"));
+}
+
 TEST(ClassifyHttp, FragmentInTargetIsDropped) {
   const auto c = classify_frame(http("GET /a?b#c HTTP/1.1\r\nHost: e.example\r\n\r\n"));
   EXPECT_TRUE(c.matches("url e.example/a?b"));
@@ -668,11 +701,12 @@ TEST(ClassifyKeys, EncodingsEqualRuleKeysOfMatchingRules) {
        {"flow udp [2001:db8::7]:1 [2001:db8::9]:2", "src 2001:db8::7", "dst 2001:db8::9",
         "ip 2001:db8::7", "ip 2001:db8::9", "service udp [2001:db8::9]:2"}},
       {http("GET /p?q HTTP/1.1\r\nHost: X.example.com:81\r\n\r\n"),
-       {"url x.example.com:81/p?q", "host x.example.com", "host example.com", "host com"}},
+       {"url x.example.com:81/p?q", "url x.example.com:81/p", "host x.example.com", "host example.com",
+        "host com"}},
   };
   for (const Case& cs : cases) {
     const auto c = classify_frame(cs.frame);
-    EXPECT_EQ(c.keys->n, 6 + (cs.rules.size() == 4 ? 4u : 0u));
+    EXPECT_EQ(c.keys->n, 6 + (cs.rules.size() == 5 ? 5u : 0u));
     for (const char* r : cs.rules) EXPECT_TRUE(c.matches(r)) << r;
     for (unsigned i = 0; i < c.keys->n; ++i) {
       EXPECT_EQ(c.keys->key[i].hash, key_hash(c.keys->key_bytes(i), c.keys->key[i].len));

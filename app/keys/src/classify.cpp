@@ -93,22 +93,41 @@ class Emitter {
     used_ += total;
   }
 
-  // url key from an HTTP request whose authority already split cleanly.
-  void url(const detail::HttpRequest& req, const detail::AuthorityParts& a) noexcept {
-    const bool slash = req.path_len == 0 || req.path[0] == '?';
-    const std::size_t alen = detail::authority_len(a);
-    const std::size_t len = alen + (slash ? 1 : 0) + req.path_len;
-    if (len > kMaxUrlLen) {
+  // url keys from an HTTP request whose authority already split cleanly: the
+  // canonical url (encoding.hpp, canonical_path) and, when it has a query,
+  // the url without it too (a rule without a query matches any query).
+  // The path is canonicalised before its length is checked, so padding with
+  // "/./" cannot push a blocked url past kMaxUrlLen.
+  // Not inlined: its 32 KiB of buffers would make every classify() call
+  // probe that much stack.
+  [[gnu::noinline]] void url(const detail::HttpRequest& req, const detail::AuthorityParts& a) noexcept {
+    constexpr std::size_t kPathMax = 16384;
+    if (req.path_len >= kPathMax) {  // longer than any frame this sees
       out_.url_too_long = true;
       return;
     }
-    uint8_t* w = cursor();
-    w[0] = static_cast<uint8_t>(RuleKind::kUrl);
-    detail::write_authority(req.authority, a, w + 1);
-    std::size_t pos = 1 + alen;
-    if (slash) w[pos++] = '/';
-    std::memcpy(w + pos, req.path, req.path_len);
-    commit(RuleKind::kUrl, 1 + len);
+    uint8_t path[kPathMax], tmp[kPathMax];
+    std::size_t query_at = 0;
+    const std::size_t plen = detail::canonical_path(req.path, req.path_len, path, tmp, &query_at);
+    const std::size_t alen = detail::authority_len(a);
+    if (alen + query_at > kMaxUrlLen) {  // not even the query-less url fits a rule
+      out_.url_too_long = true;
+      return;
+    }
+    // With a query: the url without it first, then the whole one.
+    const std::size_t lens[2] = {query_at, plen};
+    for (unsigned k = plen != query_at ? 0 : 1; k < 2; ++k) {
+      const std::size_t n = lens[k];
+      if (alen + n > kMaxUrlLen) {
+        out_.url_too_long = true;
+        continue;
+      }
+      uint8_t* w = cursor();
+      w[0] = static_cast<uint8_t>(RuleKind::kUrl);
+      detail::write_authority(req.authority, a, w + 1);
+      std::memcpy(w + 1 + alen, path, n);
+      commit(RuleKind::kUrl, 1 + alen + n);
+    }
   }
 
  private:

@@ -25,6 +25,92 @@ inline uint8_t ascii_lower(uint8_t c) noexcept {
   return (c >= 'A' && c <= 'Z') ? static_cast<uint8_t>(c + 32) : c;
 }
 
+// ---- URL path and query canonicalisation (docs/rules.md, "url") ----------
+// The same for rules and traffic (RFC 3986 §6.2.2 plus what servers do):
+// percent-encoded unreserved characters decoded and other escapes' hex
+// upper-cased (path and query); in the path, repeated slashes merged and dot
+// segments removed (§5.2.4; ".." never climbs above the root); the query kept
+// as it is otherwise. The result always starts with '/'. `in` is the path and
+// query as sent (starting with '/' or '?', or empty), without the fragment.
+// out and tmp need n + 1 bytes each; never longer than that. *query_at: the
+// index of '?' in out, or the returned length when there is no query.
+
+inline int hex_value(uint8_t c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = ascii_lower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+inline bool is_unreserved(uint8_t c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+// Percent-normalises in[0, n) into out; returns the length written (<= n).
+inline std::size_t normalise_escapes(const uint8_t* in, std::size_t n, uint8_t* out) noexcept {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int h = in[i] == '%' && i + 2 < n ? hex_value(in[i + 1]) : -1;
+    const int l = h >= 0 ? hex_value(in[i + 2]) : -1;
+    if (l < 0) {  // not an escape (or a broken one): as it is
+      out[o++] = in[i];
+      continue;
+    }
+    const auto c = static_cast<uint8_t>(h << 4 | l);
+    if (is_unreserved(c)) {
+      out[o++] = c;
+    } else {
+      out[o++] = '%';
+      out[o++] = static_cast<uint8_t>(kHex[h]);
+      out[o++] = static_cast<uint8_t>(kHex[l]);
+    }
+    i += 2;
+  }
+  return o;
+}
+
+inline std::size_t canonical_path(const uint8_t* in, std::size_t n, uint8_t* out, uint8_t* tmp,
+                                  std::size_t* query_at) noexcept {
+  std::size_t q = 0;
+  while (q < n && in[q] != '?') ++q;
+  const std::size_t plen = normalise_escapes(in, q, tmp);
+  // Segments of the decoded path; out always ends in '/' while building.
+  std::size_t o = 0;
+  out[o++] = '/';
+  bool trailing = plen == 0 || tmp[plen - 1] == '/';
+  std::size_t i = 0;
+  while (i < plen) {
+    if (tmp[i] == '/') {
+      ++i;
+      continue;  // empty segments: repeated slashes merge
+    }
+    std::size_t e = i;
+    while (e < plen && tmp[e] != '/') ++e;
+    const std::size_t len = e - i;
+    const bool last = e >= plen;
+    if (len == 1 && tmp[i] == '.') {
+      trailing = trailing || last;
+    } else if (len == 2 && tmp[i] == '.' && tmp[i + 1] == '.') {
+      if (o > 1) {  // drop the last segment (out ends "/seg/")
+        --o;
+        while (o > 0 && out[o - 1] != '/') --o;
+      }
+      trailing = trailing || last;
+    } else {
+      std::memcpy(out + o, tmp + i, len);
+      o += len;
+      out[o++] = '/';
+      if (last) trailing = tmp[plen - 1] == '/';
+    }
+    i = e;
+  }
+  if (!trailing && o > 1) --o;  // the last segment had no slash after it
+  *query_at = o;
+  if (q < n) o += normalise_escapes(in + q, n - q, out + o);
+  return o;
+}
+
 inline void put_be16(uint8_t* p, uint16_t v) noexcept {
   p[0] = static_cast<uint8_t>(v >> 8);
   p[1] = static_cast<uint8_t>(v);

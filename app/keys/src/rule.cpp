@@ -194,9 +194,13 @@ std::string parse_url(const Token& tok) {
     const std::size_t bad = check_host_name(host);
     if (bad != std::string_view::npos) throw Fail{col + bad, std::string(kExpectHost) + " in the url"};
   }
-  std::string out = canon;
-  if (path.empty() || path.front() == '?') out += '/';
-  out += path;
+  // The path and query as traffic's are canonicalised (encoding.hpp).
+  std::string p(path.size() + 1, '\0'), tmp(path.size() + 1, '\0');
+  std::size_t query_at = 0;
+  p.resize(detail::canonical_path(reinterpret_cast<const uint8_t*>(path.data()), path.size(),
+                                  reinterpret_cast<uint8_t*>(p.data()), reinterpret_cast<uint8_t*>(tmp.data()),
+                                  &query_at));
+  std::string out = canon + p;
   if (out.size() > kMaxUrlLen) throw Fail{tok.col, "url of at most 2048 bytes"};
   return out;
 }

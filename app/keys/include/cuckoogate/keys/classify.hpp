@@ -29,9 +29,9 @@ inline constexpr unsigned kMaxHostKeys = (kMaxNameLen + 1) / 2;
 // Names per packet: one for HTTP and TLS; a DNS query yields every question's
 // name, up to this many (more questions: the first ones, flagged malformed).
 inline constexpr unsigned kMaxNamesPerPacket = 4;
-// flow, src, dst, ip (src), ip (dst), service, url, the outer packet's four
-// address keys when tunneled, then the host keys.
-inline constexpr unsigned kMaxKeysPerPacket = 7 + 4 + kMaxNamesPerPacket * kMaxHostKeys;
+// flow, src, dst, ip (src), ip (dst), service, two url (with and without the
+// query), the outer packet's four address keys when tunneled, then the host keys.
+inline constexpr unsigned kMaxKeysPerPacket = 8 + 4 + kMaxNamesPerPacket * kMaxHostKeys;
 
 // Longest encoding of each kind (docs/rules.md, "Key encoding").
 inline constexpr std::size_t kFlowKeyMax = 1 + 1 + 1 + 16 + 2 + 16 + 2;
@@ -40,7 +40,7 @@ inline constexpr std::size_t kServiceKeyMax = 1 + 1 + 1 + 16 + 2;
 inline constexpr std::size_t kUrlKeyMax = 1 + kMaxUrlLen;
 inline constexpr std::size_t kHostKeyMax = 1 + kMaxNameLen;  // parents share it
 inline constexpr std::size_t kKeyBytesCapacity =
-    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
+    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + 2 * kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
 
 struct PacketKeys {
   unsigned n = 0;
