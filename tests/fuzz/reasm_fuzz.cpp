@@ -146,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const Append r = pool->append(h, isn + s.off, buf.data(), s.len);
     const PoolStats after = pool->stats();
     check(r != Append::kBadHandle);
+    check(r != Append::kConflict || (s.flags & 1) != 0);  // only a differing copy conflicts
     if (r == Append::kOverflow) overflowed = true;
     if (after.window_full == before.window_full) {
       // Everything of the segment within the budget is held now.

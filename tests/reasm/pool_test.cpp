@@ -54,9 +54,9 @@ TEST(ReasmPool, CreateRejectsInvalidConfig) {
 
 TEST(ReasmPool, MemoryIsHeadersStackAndBudgetPerSlot) {
   auto p = make_pool(100, 16384 + 512, 4);
-  // 100 slot bytes of 16 896 (a multiple of 64) plus 80-byte headers and a
+  // 100 slot bytes of 16 896 (a multiple of 64) plus 88-byte headers and a
   // 4-byte free-stack entry each, rounded to cache lines.
-  EXPECT_EQ(p->memory_bytes(), std::size_t{100} * 16896 + 8000 + 448);
+  EXPECT_EQ(p->memory_bytes(), std::size_t{100} * 16896 + 8832 + 448);
   EXPECT_EQ(p->free_slots(), 100u);
 }
 
@@ -120,9 +120,11 @@ TEST(ReasmPool, OverlapAtTheBackKeepsTheFirstCopy) {
   auto p = make_pool();
   const uint32_t h = p->begin(0);
   EXPECT_EQ(add(*p, h, 6, "ghij"), Append::kHeld);
-  EXPECT_EQ(add(*p, h, 0, "abcdefGHI"), Append::kAdvanced);
+  // Different bytes over out-of-order ones: kept, stored, and flagged.
+  EXPECT_EQ(add(*p, h, 0, "abcdefGHI"), Append::kConflict);
   EXPECT_EQ(held(*p, h), "abcdefghij");
   EXPECT_EQ(p->stats().overlaps, 1u);
+  EXPECT_EQ(p->stats().conflicts, 1u);
 }
 
 TEST(ReasmPool, SegmentCoveringHeldRangesFillsOnlyTheHoles) {
@@ -131,7 +133,7 @@ TEST(ReasmPool, SegmentCoveringHeldRangesFillsOnlyTheHoles) {
   add(*p, h, 0, "ab");
   add(*p, h, 4, "ef");
   add(*p, h, 8, "ij");
-  EXPECT_EQ(add(*p, h, 1, "XXXXXXXXXXXX"), Append::kAdvanced);  // offsets 1..12
+  EXPECT_EQ(add(*p, h, 1, "XXXXXXXXXXXX"), Append::kConflict);  // offsets 1..12
   EXPECT_EQ(held(*p, h), "abXXefXXijXXX");
 }
 
@@ -139,9 +141,26 @@ TEST(ReasmPool, SegmentInsideAHeldRangeAddsNothing) {
   auto p = make_pool();
   const uint32_t h = p->begin(0);
   add(*p, h, 10, "klmnop");
-  EXPECT_EQ(add(*p, h, 12, "MN"), Append::kNothing);
+  EXPECT_EQ(add(*p, h, 12, "mn"), Append::kNothing);
+  EXPECT_EQ(add(*p, h, 12, "MN"), Append::kConflict);
+  EXPECT_EQ(p->stats().conflicts, 1u);
   add(*p, h, 0, "abcdefghij");
   EXPECT_EQ(held(*p, h), "abcdefghijklmnop");
+}
+
+TEST(ReasmPool, SameBytesOverHeldOnesAreNoConflict) {
+  auto p = make_pool();
+  const uint32_t h = p->begin(0);
+  add(*p, h, 4, "efgh");
+  EXPECT_EQ(add(*p, h, 2, "cdefghij"), Append::kHeld);
+  EXPECT_EQ(add(*p, h, 0, "abcdefghijk"), Append::kAdvanced);
+  EXPECT_EQ(held(*p, h), "abcdefghijk");
+  EXPECT_EQ(p->stats().overlaps, 2u);
+  EXPECT_EQ(p->stats().conflicts, 0u);
+  // Different bytes over the in-order prefix: ignored, not a conflict (Linux
+  // reads the first copy there too).
+  EXPECT_EQ(add(*p, h, 0, "ABC"), Append::kNothing);
+  EXPECT_EQ(p->stats().conflicts, 0u);
 }
 
 TEST(ReasmPool, SequenceNumbersWrapAround) {
@@ -231,9 +250,12 @@ TEST(ReasmPool, ReleasedSlotIsReusedClean) {
 TEST(ReasmPool, BadHandlesAreRefused) {
   auto p = make_pool(2);
   const uint8_t b = 'x';
+  const uint32_t first = p->begin(0);
+  ASSERT_TRUE(p->release(first));
   EXPECT_EQ(p->append(0, 0, &b, 1), Append::kBadHandle);
-  EXPECT_EQ(p->append(3, 0, &b, 1), Append::kBadHandle);
-  EXPECT_EQ(p->append(1, 0, &b, 1), Append::kBadHandle);  // not taken yet
+  EXPECT_EQ(p->append(first, 0, &b, 1), Append::kBadHandle);  // released
+  EXPECT_EQ(p->append(first + 1, 0, &b, 1), Append::kBadHandle);  // never taken
+  EXPECT_EQ(p->append(first + 2, 0, &b, 1), Append::kBadHandle);  // index out of range
   const uint32_t h = p->begin(0);
   EXPECT_TRUE(p->release(h));
   EXPECT_FALSE(p->release(h));
@@ -241,6 +263,79 @@ TEST(ReasmPool, BadHandlesAreRefused) {
   EXPECT_TRUE(p->data(h).empty());
   EXPECT_EQ(p->free_slots(), 2u);
   EXPECT_EQ(p->stats().segments, 0u);
+}
+
+TEST(ReasmPool, StaleHandleIsRefusedAfterTheSlotIsReused) {
+  auto p = make_pool(1);
+  const uint32_t old = p->begin(0);
+  add(*p, old, 0, "old flow");
+  ASSERT_TRUE(p->release(old));
+  const uint32_t h = p->begin(100);
+  ASSERT_NE(h, 0u);
+  EXPECT_NE(h, old);
+  add(*p, h, 100, "new flow");
+  EXPECT_EQ(add(*p, old, 8, "!"), Append::kBadHandle);
+  EXPECT_TRUE(p->data(old).empty());
+  EXPECT_FALSE(p->release(old));
+  EXPECT_EQ(held(*p, h), "new flow");
+}
+
+TEST(ReasmPool, HandlesStayUniqueAcrossGenerationWrap) {
+  auto p = make_pool(1);
+  uint32_t prev = p->begin(0);
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_TRUE(p->release(prev));
+    const uint32_t h = p->begin(0);
+    ASSERT_NE(h, 0u);
+    ASSERT_NE(h, prev);
+    ASSERT_TRUE(p->data(prev).empty() && p->first_seq(prev) == 0 && !p->release(prev));
+    prev = h;
+  }
+}
+
+TEST(ReasmPool, IdleSlotIsTakenOverWhenThePoolIsFull) {
+  PoolConfig cfg;
+  cfg.slots = 2;
+  cfg.slot_bytes = 256;
+  cfg.idle_ticks = 100;
+  auto p = Pool::create(cfg);
+  const uint32_t a = p->begin(0, 0);
+  const uint32_t b = p->begin(0, 50);
+  add(*p, a, 0, "aaa");
+  EXPECT_EQ(p->begin(0, 100), 0u);  // a is 100 ticks old: not idle yet
+  EXPECT_EQ(p->stats().pool_exhausted, 1u);
+  const uint32_t c = p->begin(7, 101);
+  ASSERT_NE(c, 0u);
+  EXPECT_EQ(p->stats().reclaimed, 1u);
+  EXPECT_EQ(add(*p, a, 3, "a"), Append::kBadHandle);  // a's flow lost its slot
+  EXPECT_TRUE(p->data(c).empty());
+  EXPECT_EQ(p->first_seq(c), 7u);
+  // b is kept busy by its appends: not idle at 200.
+  EXPECT_EQ(p->append(b, 0, reinterpret_cast<const uint8_t*>("b"), 1, 150), Append::kAdvanced);
+  EXPECT_EQ(p->begin(0, 200), 0u);
+  EXPECT_EQ(p->stats().in_use, 2u);
+}
+
+TEST(ReasmPool, ReclaimFreesOnlyIdleSlots) {
+  PoolConfig cfg;
+  cfg.slots = 4;
+  cfg.slot_bytes = 256;
+  cfg.idle_ticks = 10;
+  auto p = Pool::create(cfg);
+  const uint32_t old1 = p->begin(0, 0);
+  const uint32_t old2 = p->begin(0, 5);
+  const uint32_t fresh = p->begin(0, 20);
+  EXPECT_EQ(p->reclaim(21, 4), 2u);
+  EXPECT_EQ(p->free_slots(), 3u);
+  EXPECT_EQ(p->stats().reclaimed, 2u);
+  EXPECT_FALSE(p->release(old1));
+  EXPECT_FALSE(p->release(old2));
+  EXPECT_TRUE(p->release(fresh));
+  // Without idle_ticks nothing is ever idle.
+  auto q = make_pool(1);
+  q->begin(0, 0);
+  EXPECT_EQ(q->reclaim(~uint64_t{0}, 1), 0u);
+  EXPECT_EQ(q->begin(0, ~uint64_t{0}), 0u);
 }
 
 TEST(ReasmPool, ConsumeDropsAJudgedRequest) {

@@ -21,11 +21,19 @@ enum Counter : std::size_t {
   kSegments,
   kOooHeld,
   kOverlaps,
+  kConflicts,
   kSlotOverflow,
   kWindowFull,
   kPoolExhausted,
+  kReclaimed,
   kInUse,
 };
+
+// handle = generation << kIndexBits | index; generations run 1 .. 4095, so
+// no handle is 0.
+constexpr uint32_t kIndexBits = 20;
+constexpr uint32_t kIndexMask = (uint32_t{1} << kIndexBits) - 1;
+constexpr uint16_t kMaxGeneration = 0xfff;
 
 }  // namespace
 
@@ -44,18 +52,20 @@ struct Pool::Slot {
   uint32_t skip;  // [skip, base): bytes consume() skipped without holding them
   uint8_t npending;
   uint8_t in_use;
-  uint16_t unused;
+  uint16_t generation;  // 1 .. kMaxGeneration, the handle's top 12 bits
+  uint64_t stamp;       // caller's clock at the last begin/append
   Range pending[kMaxPending];
 };
 Pool::Ptr Pool::create(const PoolConfig& cfg, const PoolAllocator& alloc,
                        const char** error) noexcept {
-  static_assert(sizeof(Slot) == 16 + 8 * kMaxPending, "slot header: 80 bytes");
+  static_assert(sizeof(Slot) == 24 + 8 * kMaxPending, "slot header: 88 bytes");
   static_assert(sizeof(PoolStats) == kCounters * sizeof(uint64_t));
   auto fail = [error](const char* msg) {
     if (error != nullptr) *error = msg;
     return Ptr{};
   };
-  if (cfg.slots == 0 || cfg.slots > (uint32_t{1} << 24)) return fail("slots must be 1 .. 2^24");
+  if (cfg.slots == 0 || cfg.slots > (uint32_t{1} << kIndexBits))
+    return fail("slots must be 1 .. 2^20");
   if (cfg.slot_bytes < 64 || cfg.slot_bytes > (uint32_t{1} << 20))
     return fail("slot_bytes must be 64 .. 2^20");
   if (cfg.max_pending == 0 || cfg.max_pending > kMaxPending)
@@ -84,10 +94,12 @@ Pool::Ptr Pool::create(const PoolConfig& cfg, const PoolAllocator& alloc,
   pool->slots_ = cfg.slots;
   pool->slot_bytes_ = cfg.slot_bytes;
   pool->max_pending_ = cfg.max_pending;
+  pool->idle_ticks_ = cfg.idle_ticks;
 
   Slot* slots = reinterpret_cast<Slot*>(pool->mem_);
   for (uint32_t i = 0; i < cfg.slots; ++i) {
     new (&slots[i]) Slot{};
+    slots[i].generation = 1;
     // Lowest index on top: slot 0 (handle 1) is taken first.
     pool->free_[i] = cfg.slots - 1 - i;
   }
@@ -107,9 +119,38 @@ void Pool::Deleter::operator()(Pool* p) const noexcept {
 }
 
 Pool::Slot* Pool::slot(uint32_t handle) const noexcept {
-  if (handle == 0 || handle > slots_) return nullptr;
-  Slot* s = reinterpret_cast<Slot*>(mem_) + (handle - 1);
-  return s->in_use != 0 ? s : nullptr;
+  const uint32_t index = handle & kIndexMask;
+  if (index >= slots_) return nullptr;
+  Slot* s = reinterpret_cast<Slot*>(mem_) + index;
+  return s->in_use != 0 && s->generation == handle >> kIndexBits ? s : nullptr;
+}
+
+bool Pool::idle(const Slot* s, uint64_t now) const noexcept {
+  return idle_ticks_ != 0 && now > s->stamp && now - s->stamp > idle_ticks_;
+}
+
+// Invalidates every handle of the slot and puts it on the free stack.
+void Pool::free_slot(Slot* s) noexcept {
+  s->in_use = 0;
+  s->generation = static_cast<uint16_t>(s->generation == kMaxGeneration ? 1 : s->generation + 1);
+  free_[free_top_++] = static_cast<uint32_t>(s - reinterpret_cast<Slot*>(mem_));
+  counters_[kInUse].store(counters_[kInUse].load(std::memory_order_relaxed) - 1,
+                          std::memory_order_relaxed);
+}
+
+uint32_t Pool::reclaim(uint64_t now, uint32_t max_slots) noexcept {
+  uint32_t freed = 0;
+  Slot* slots = reinterpret_cast<Slot*>(mem_);
+  for (uint32_t i = 0; i < max_slots && i < slots_; ++i) {
+    Slot* s = &slots[cursor_];
+    cursor_ = cursor_ + 1 == slots_ ? 0 : cursor_ + 1;
+    if (s->in_use != 0 && idle(s, now)) {
+      free_slot(s);
+      ++freed;
+    }
+  }
+  if (freed != 0) bump(kReclaimed, freed);
+  return freed;
 }
 
 uint8_t* Pool::bytes(const Slot* s) const noexcept {
@@ -123,34 +164,36 @@ void Pool::bump(std::size_t counter, uint64_t by) noexcept {
                            std::memory_order_relaxed);
 }
 
-uint32_t Pool::begin(uint32_t seq) noexcept {
-  if (free_top_ == 0) {
+uint32_t Pool::begin(uint32_t seq, uint64_t now) noexcept {
+  if (free_top_ == 0 && (idle_ticks_ == 0 || reclaim(now, kReclaimScan) == 0)) {
     bump(kPoolExhausted);
     return 0;
   }
   const uint32_t index = free_[--free_top_];
   Slot* s = reinterpret_cast<Slot*>(mem_) + index;
+  const uint16_t generation = s->generation;
   *s = Slot{};
   s->base = seq;
   s->skip = seq;
   s->in_use = 1;
+  s->generation = generation;
+  s->stamp = now;
   bump(kInUse);
-  return index + 1;
+  return uint32_t{generation} << kIndexBits | index;
 }
 
 bool Pool::release(uint32_t handle) noexcept {
   Slot* s = slot(handle);
   if (s == nullptr) return false;
-  s->in_use = 0;
-  free_[free_top_++] = handle - 1;
-  counters_[kInUse].store(counters_[kInUse].load(std::memory_order_relaxed) - 1,
-                          std::memory_order_relaxed);
+  free_slot(s);
   return true;
 }
 
-Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t len) noexcept {
+Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t len,
+                    uint64_t now) noexcept {
   Slot* s = slot(handle);
   if (s == nullptr) return Append::kBadHandle;
+  if (now > s->stamp) s->stamp = now;
   if (len == 0) return Append::kNothing;
   bump(kSegments);
 
@@ -214,16 +257,26 @@ Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t le
     std::memcpy(buf + from, p + (static_cast<int64_t>(from) - a), to - from);
     copied += to - from;
   };
+  bool conflict = false;
   for (uint32_t i = first; i < first + count; ++i) {
     const Slot::Range r = s->pending[i];
     if (r.begin > cur) copy(cur, std::min(r.begin, y));
+    // Held out-of-order bytes under the segment: kept, but compared.
+    const uint32_t ob = std::max(r.begin, x);
+    const uint32_t oe = std::min(r.end, y);
+    if (ob < oe && std::memcmp(buf + ob, p + (static_cast<int64_t>(ob) - a), oe - ob) != 0)
+      conflict = true;
     cur = std::max(cur, r.end);
   }
   if (cur < y) copy(cur, y);
 
   if (old) bump(kOverlaps);
+  if (conflict) bump(kConflicts);
   if (over) bump(kSlotOverflow);
-  if (copied == 0) return over ? Append::kOverflow : Append::kNothing;
+  if (copied == 0) {
+    if (over) return Append::kOverflow;
+    return conflict ? Append::kConflict : Append::kNothing;
+  }
 
   // Replace the merged ranges by [nb, ne), or grow the prefix with it.
   const uint32_t after = first + count;
@@ -239,6 +292,7 @@ Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t le
     bump(kOooHeld);
   }
   if (over) return Append::kOverflow;
+  if (conflict) return Append::kConflict;
   return joins_prefix ? Append::kAdvanced : Append::kHeld;
 }
 
