@@ -88,6 +88,7 @@ class Worker {
   WorkerConfig cfg_;
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
   WorkerScratch* s_ = nullptr;
+  bool scratch_in_eal_ = true;          // s_ from rte_zmalloc (else mem::map_pages)
   flow::FlowTable* flows_ = nullptr;    // this worker's own; nullptr when cfg_.flows == 0
   reject::TokenBucket* bucket_ = nullptr;
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
