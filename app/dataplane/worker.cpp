@@ -179,7 +179,11 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
     // judged on what the first segment holds (headers are always there).
     parse_packet(frame, rte_pktmbuf_data_len(pkts[i]), m);
     s.flow[i] = -1;
-    if (flows_ == nullptr || m.family == 0 || !m.l4) continue;  // fragments, non-IP: judged alone
+    // Fragments and non-IP are judged alone; so are tunneled packets: their
+    // flow key is the inner 5-tuple, which another tunnel may carry too, and
+    // a verdict cached for one tunnel must not pass another's packets (an
+    // outer-address rule would then be skipped).
+    if (flows_ == nullptr || m.family == 0 || !m.l4 || m.tunneled) continue;
     flow::FlowPacket& fp = s.fp[nf];
     // The ports straight from the frame (network order: the table only needs
     // one order), not from m: parse_packet has just stored them as two

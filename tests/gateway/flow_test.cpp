@@ -364,6 +364,20 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
   EXPECT_TRUE(read_pcap(path("reply.pcap")).empty());
 }
 
+// Two tunnels carrying the same inner 5-tuple: the one whose outer source a
+// rule blocks is dropped even after the other's packets of that inner flow
+// passed (no verdict is shared through the flow table).
+TEST_F(Flows, TunneledPacketsDoNotShareVerdictsAcrossTunnels) {
+  const Bytes inner_pkt = Packet().ipv4("10.1.1.1", "10.2.2.2").tcp(40000, 443, 0x10).seq_ack(1, 1).frame();
+  const Bytes inner(inner_pkt.begin() + 14, inner_pkt.end());
+  const Bytes ok = Packet().ipv4("198.51.100.1", "198.51.100.9").proto(4).payload(inner).frame();
+  const Bytes bad = Packet().ipv4("203.0.113.66", "198.51.100.9").proto(4).payload(inner).frame();
+  const auto s = replay({ok, ok, bad, ok, bad}, "src 203.0.113.66\n");
+  EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{ok, ok, ok}));
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{bad, bad}));
+  EXPECT_EQ(s["flows"]["untracked"], 5);
+}
+
 }  // namespace
 }  // namespace cg::test
 
