@@ -43,6 +43,10 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> rejects_sent{0};   // reject replies handed to a port
   std::atomic<uint64_t> rejects_limited{0};  // blocked packets the rate limit left unanswered
   std::atomic<uint64_t> rejects_failed{0}; // replies lost: no mbuf, or the port would not take it
+  // TCP first-flight reassembly (docs/reassembly.md).
+  std::atomic<uint64_t> reasm_started{0};   // first flights that needed more than one segment
+  std::atomic<uint64_t> reasm_completed{0}; // of which were completed and judged whole
+  std::atomic<uint64_t> inspect_overflow{0};  // flows whose reassembly gave up (budget, pool, conflict)
 };
 
 // Per rx queue a worker polls (one per QueueLink, in the same order): the bad
@@ -62,6 +66,7 @@ struct StatsSnapshot {
            lookup_retries = 0, bursts = 0;
   uint64_t cache_hits = 0, cache_misses = 0, flow_drops = 0, untracked = 0, rejects_sent = 0,
            rejects_limited = 0, rejects_failed = 0;
+  uint64_t reasm_started = 0, reasm_completed = 0, inspect_overflow = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
            flows_syn_deferred = 0;
@@ -89,6 +94,9 @@ struct StatsSnapshot {
     rejects_sent += ld(w.rejects_sent);
     rejects_limited += ld(w.rejects_limited);
     rejects_failed += ld(w.rejects_failed);
+    reasm_started += ld(w.reasm_started);
+    reasm_completed += ld(w.reasm_completed);
+    inspect_overflow += ld(w.inspect_overflow);
   }
 };
 

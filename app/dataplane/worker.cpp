@@ -10,6 +10,8 @@
 #include "cuckoogate/flow/flow_table.hpp"
 #include "cuckoogate/keys/classify.hpp"
 #include "cuckoogate/mem/huge_pages.hpp"
+#include "cuckoogate/reasm/first_flight.hpp"
+#include "cuckoogate/reasm/pool.hpp"
 #include "cuckoogate/reject/reject.hpp"
 #include "cuckoogate/reject/token_bucket.hpp"
 
@@ -37,6 +39,8 @@ struct WorkerScratch {
   uint16_t owner[kMaxBurstKeys];  // packet index of each key
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
+  bool reassembled[kBurst];       // its keys came from its stream's reassembled first flight
+  uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
 };
 
 namespace {
@@ -81,10 +85,13 @@ bool inspects(const flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
 // (a Host, or a URL too long for any rule) keeps it for the next request on
 // the connection; anything else is inconclusive, and after kMaxTries such
 // packets the flow is done (a junk first segment does not end inspection).
-void next_inspect(flow::FlowEntry& e, const uint8_t* payload, const PacketKeys& k) {
+// A flow whose ClientHello is being reassembled (a slot held) is not
+// inconclusive: it waits for the rest.
+void next_inspect(flow::FlowEntry& e, bool tls, const PacketKeys& k) {
+  if (e.next_seq[0] != 0) return;
   bool host = false;
   for (unsigned j = 0; j < k.n; ++j) host = host || k.key[j].kind == RuleKind::kHost;
-  if (host && payload[0] == 22) {
+  if (host && tls) {
     e.inspect = flow::Inspect::kDone;
   } else if (host || k.url_too_long) {
     e.inspect = flow::Inspect::kHttpRequest;
@@ -133,6 +140,18 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
       fa = {&flow_alloc, &flow_free, reinterpret_cast<void*>(static_cast<intptr_t>(socket))};
     flows_ = flow::FlowTable::create(fc, fa).release();
     if (flows_ == nullptr) return false;
+    if (cfg.reasm_slots != 0) {
+      reasm::PoolConfig pc;
+      pc.slots = cfg.reasm_slots;
+      // A slot whose flow went quiet (or was evicted) for as long as a
+      // handshake may stall is taken back.
+      pc.idle_ticks = 30 * hz;
+      reasm::PoolAllocator pa;
+      pa.allocate = [](std::size_t size, std::size_t, void*) { return mem::map_pages(size); };
+      pa.release = [](void* p, std::size_t size, void*) { mem::unmap_pages(p, size); };
+      pool_ = reasm::Pool::create(pc, pa).release();
+      if (pool_ == nullptr) return false;
+    }
   }
   if (cfg.reject) {
     // Enough for two ports' tx rings full of replies not yet freed by their
@@ -153,6 +172,7 @@ Worker::~Worker() {
     mem::unmap_pages(s_, sizeof(WorkerScratch));
   }
   if (flows_ != nullptr) flow::FlowTable::Deleter{}(flows_);
+  if (pool_ != nullptr) reasm::Pool::Deleter{}(pool_);
   delete bucket_;
   rte_mempool_free(reply_pool_);
 }
@@ -252,6 +272,64 @@ bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
   return true;
 }
 
+// TCP first-flight reassembly (docs/reassembly.md) for packet i, about to be
+// classified: the initiator's payload of an inspecting flow. A ClientHello
+// that its first segment does not hold takes a slot of the pool (the handle
+// lives in the flow entry's next_seq[0]); every later segment is appended,
+// and the segment that completes it is classified on the whole message
+// (*app: one record with the whole handshake; returns true). Segments before
+// are judged on their own and pass unless they match on their own: the
+// server cannot finish the handshake without the last one. When the slot's
+// budget or the pool runs out, or a segment rewrites held bytes (kConflict),
+// inspection of the flow ends and it is counted (inspect_overflow; policy:
+// pass).
+bool Worker::reassemble(uint16_t i, const uint8_t* frame, uint64_t now, const uint8_t** app,
+                        std::size_t* app_len) {
+  WorkerScratch& s = *s_;
+  const PacketMeta& m = s.meta[i];
+  if (s.flow[i] < 0 || m.proto != kProtoTcp || m.payload_len == 0) return false;
+  const flow::FlowResult& r = s.fr[s.flow[i]];
+  flow::FlowEntry* e = r.entry;
+  if (e == nullptr || r.dir != flow::Dir::kForward || e->inspect == flow::Inspect::kDone) return false;
+  WorkerStats& st = *cfg_.stats;
+  const uint8_t* pl = frame + m.payload_off;
+  uint32_t& h = e->next_seq[0];
+  auto give_up = [&] {
+    if (h != 0) pool_->release(h);
+    h = 0;
+    e->inspect = flow::Inspect::kDone;
+    bump(st.inspect_overflow);
+  };
+  if (h == 0) {
+    if (pl[0] != 22) return false;
+    const reasm::TlsClientHello first = reasm::detect_tls_client_hello(pl, m.payload_len, s.tls, sizeof s.tls);
+    if (first.status != reasm::Frame::kNeedMore) return false;  // whole in one segment, or not TLS
+    bump(st.reasm_started);
+    h = pool_->begin(m.tcp_seq, now);
+    if (h == 0) {
+      give_up();
+      return false;
+    }
+  }
+  const reasm::Append a = pool_->append(h, m.tcp_seq, pl, m.payload_len, now);
+  if (a == reasm::Append::kBadHandle || a == reasm::Append::kConflict) {
+    give_up();
+    return false;
+  }
+  const std::span<const uint8_t> held = pool_->data(h);
+  const reasm::TlsClientHello d = reasm::detect_tls_client_hello(held.data(), held.size(), s.tls, sizeof s.tls);
+  if (d.status == reasm::Frame::kComplete) {
+    pool_->release(h);
+    h = 0;
+    bump(st.reasm_completed);
+    *app = d.record;
+    *app_len = d.record_len;
+    return true;
+  }
+  if (d.status != reasm::Frame::kNeedMore || a == reasm::Append::kOverflow) give_up();
+  return false;
+}
+
 // Decides a burst: packets of flows with a current verdict take it; the rest
 // are classified, looked up in one bulk filter lookup and confirmed against
 // the exact set, and their flows remember the verdict. Fills pass[]
@@ -277,7 +355,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   const uint64_t pass_gen = cfg_.pass_generation->load(std::memory_order_acquire);
   const uint64_t gen = cfg_.generation->load(std::memory_order_acquire);
   const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
-  track_flows(pkts, n, rte_rdtsc());
+  const uint64_t now = rte_rdtsc();
+  track_flows(pkts, n, now);
 
   // 1. Packets their flow decides; the others are classified.
   std::size_t nk = 0;
@@ -291,7 +370,11 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       ++hits_cached;
       continue;
     }
-    classify_meta(rte_pktmbuf_mtod(pkts[i], const uint8_t*), s.meta[i], s.keys[i]);
+    const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
+    const uint8_t* app = nullptr;
+    std::size_t app_len = 0;
+    s.reassembled[i] = pool_ != nullptr && reassemble(i, frame, now, &app, &app_len);
+    classify_meta(frame, s.meta[i], s.keys[i], app, app_len);
     const PacketKeys& pk = s.keys[i];
     for (unsigned k = 0; k < pk.n; ++k) {
       if (((kinds >> static_cast<unsigned>(pk.key[k].kind)) & 1u) == 0) continue;
@@ -351,7 +434,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
         e->flags |= pass_bit(d);
         const PacketMeta& m = s.meta[i];
         if (m.proto == kProtoTcp && inspects(*e, m, d))
-          next_inspect(*e, rte_pktmbuf_mtod(pkts[i], const uint8_t*) + m.payload_off, s.keys[i]);
+          next_inspect(*e, s.reassembled[i] || rte_pktmbuf_mtod(pkts[i], const uint8_t*)[m.payload_off] == 22,
+                       s.keys[i]);
       }
     } else if (e != nullptr && e->blocked() && h.kind == 0) {
       h = {e->rule_kind, e->rule_slot};  // cached as passing, but blocked earlier in this burst
@@ -530,7 +614,11 @@ void Worker::loop() {
     // Idle (a whole pass over the links found nothing): reclaim some expired
     // flows so flows.active tracks the live ones. Not on every empty queue:
     // with one-way traffic that is every pass, and cost 9 % of forwarding.
-    if (!busy && flows_ != nullptr) flows_->expire(rte_rdtsc(), 16);
+    if (!busy && flows_ != nullptr) {
+      const uint64_t now = rte_rdtsc();
+      flows_->expire(now, 16);
+      if (pool_ != nullptr) pool_->reclaim(now, 16);
+    }
     // Nothing this worker read from the blocklist is held past this point.
     rte_rcu_qsbr_quiescent(cfg_.qsv, cfg_.id);
   }

@@ -51,6 +51,9 @@ struct WorkerConfig {
   // Flows (docs/dataplane.md): entries in this worker's flow table; 0 = judge
   // every packet alone.
   uint64_t flows = 0;
+  // TCP first-flight reassembly slots (docs/reassembly.md): flows that can
+  // be reassembling a ClientHello at once; 0 = no reassembly.
+  uint32_t reasm_slots = 1024;
   const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
   const std::atomic<uint64_t>* pass_generation = nullptr;  // Blocklist::pass_generation()
   const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
@@ -64,6 +67,8 @@ struct WorkerConfig {
 };
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
+
+namespace reasm { class Pool; }
 
 namespace reject { class TokenBucket; }
 
@@ -84,6 +89,7 @@ class Worker {
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
   void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
+  bool reassemble(uint16_t i, const uint8_t* frame, uint64_t now, const uint8_t** app, std::size_t* app_len);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   WorkerConfig cfg_;
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
@@ -91,6 +97,7 @@ class Worker {
   bool scratch_in_eal_ = true;          // s_ from rte_zmalloc (else mem::map_pages)
   flow::FlowTable* flows_ = nullptr;    // this worker's own; nullptr when cfg_.flows == 0
   reject::TokenBucket* bucket_ = nullptr;
+  reasm::Pool* pool_ = nullptr;          // this worker's reassembly slots; nullptr: none
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
 };
 

@@ -70,6 +70,9 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "cache.hits", s.cache_hits);
   line(out, p + "cache.misses", s.cache_misses);
   line(out, p + "flow_drops", s.flow_drops);
+  line(out, p + "reassembly.started", s.reasm_started);
+  line(out, p + "reassembly.completed", s.reasm_completed);
+  line(out, p + "reassembly.overflow", s.inspect_overflow);
   line(out, p + "rejects.sent", s.rejects_sent);
   line(out, p + "rejects.limited", s.rejects_limited);
   line(out, p + "rejects.failed", s.rejects_failed);

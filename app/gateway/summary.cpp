@@ -62,6 +62,8 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
                  {"untracked", s.untracked}}},
       {"cache", {{"hits", s.cache_hits}, {"misses", s.cache_misses}}},
       {"flow_drops", s.flow_drops},
+      {"reassembly", {{"started", s.reasm_started}, {"completed", s.reasm_completed},
+                      {"overflow", s.inspect_overflow}}},
       {"rejects", {{"sent", s.rejects_sent}, {"limited", s.rejects_limited}, {"failed", s.rejects_failed}}},
       {"rules", info.rules},
       {"seconds", info.seconds},

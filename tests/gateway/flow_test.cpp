@@ -364,6 +364,46 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
   EXPECT_TRUE(read_pcap(path("reply.pcap")).empty());
 }
 
+// Issue 11, item 1: a ClientHello split over TCP segments (post-quantum
+// ClientHellos of browsers are) is judged whole: the segment that completes
+// it is dropped and the flow stays blocked; the earlier segments pass (the
+// server cannot finish the handshake without the last one).
+TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
+  const Conn k;
+  const Bytes hello = tls_client_hello("blocked.example");
+  ASSERT_GT(hello.size(), 60u);
+  auto part = [&](std::size_t from, std::size_t to) {
+    return k.c2s(0x18, 101 + static_cast<uint32_t>(from), 501)
+        .payload(Bytes(hello.begin() + static_cast<std::ptrdiff_t>(from), hello.begin() + static_cast<std::ptrdiff_t>(to)))
+        .frame();
+  };
+  const Bytes syn = k.c2s(0x02, 100, 0).frame();
+  const Bytes synack = k.s2c(0x12, 500, 101).frame();
+  const Bytes ack = k.c2s(0x10, 101, 501).frame();
+  const std::size_t a = 20, b = 45, n = hello.size();
+  const Bytes p1 = part(0, a), p2 = part(a, b), p3 = part(b, n);
+  const Bytes after = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(n)).payload("server hello").frame();
+  {  // in order, in three segments
+    const auto s = replay({syn, synack, ack, p1, p2, p3, after}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{syn, synack, ack, p1, p2}));
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{p3, after}));
+    EXPECT_EQ(s["reassembly"]["started"], 1);
+    EXPECT_EQ(s["reassembly"]["completed"], 1);
+  }
+  {  // out of order (the middle segment last) and with a retransmission
+    replay({syn, synack, ack, p1, p3, p1, p2, after}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{p2, after}));
+  }
+  {  // a name no rule names passes whole, split or not
+    const Bytes fine = tls_client_hello("fine.example");
+    const Bytes f1 = k.c2s(0x18, 101, 501).payload(Bytes(fine.begin(), fine.begin() + 30)).frame();
+    const Bytes f2 = k.c2s(0x18, 131, 501).payload(Bytes(fine.begin() + 30, fine.end())).frame();
+    const auto s = replay({syn, synack, ack, f1, f2}, "host blocked.example\n");
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(s["reassembly"]["completed"], 1);
+  }
+}
+
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a
 // rule blocks is dropped even after the other's packets of that inner flow
 // passed (no verdict is shared through the flow table).

@@ -484,7 +484,8 @@ void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept
   }
 }
 
-void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) noexcept {
+void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out, const uint8_t* app,
+                   std::size_t app_len) noexcept {
   out.n = 0;
   out.malformed = m.malformed;
   out.url_too_long = false;
@@ -504,7 +505,9 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out) n
       em.commit(RuleKind::kService,
                 detail::encode_service_key(em.cursor(), m.family, m.proto, dst, m.dport));
       if (m.payload_len != 0) {
-        if (m.proto == kProtoTcp) {
+        if (m.proto == kProtoTcp && app != nullptr) {
+          if (app_len != 0) app_layer_tcp(app, app_len, em);
+        } else if (m.proto == kProtoTcp) {
           if ((m.tcp_flags & kTcpUrg) != 0) {
             app_layer_tcp_urgent(frame + m.l4_off, frame + m.payload_off, m.payload_len, em);
           } else {

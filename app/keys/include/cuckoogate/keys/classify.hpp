@@ -90,7 +90,11 @@ void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexc
 
 // The keys of a frame parse_packet() described (the same frame, unchanged).
 // classify(f, n, out) is parse_packet(f, n, meta) then classify_meta(f, meta, out).
-void classify_meta(const uint8_t* frame, const PacketMeta& meta, PacketKeys& out) noexcept;
+// `app`, when set, is what a TCP packet's application layer is read from
+// instead of its own payload: the reassembled first flight of its stream
+// (a ClientHello split over several segments, behind one TLS record header).
+void classify_meta(const uint8_t* frame, const PacketMeta& meta, PacketKeys& out,
+                   const uint8_t* app = nullptr, std::size_t app_len = 0) noexcept;
 
 void classify(const uint8_t* frame, std::size_t len, PacketKeys& out) noexcept;
 
