@@ -131,11 +131,22 @@ std::string describe(const RedisUrl& u) {
   else if (!u.password.empty()) s += "***@";
   if (!u.unix_path.empty()) {
     s += u.unix_path;
-    if (u.db != 0) s += "?db=" + std::to_string(u.db);
+    if (u.db != 0) {
+      s += "?db=";
+      s += std::to_string(u.db);
+    }
     return s;
   }
-  s += u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
-  s += ":" + std::to_string(u.port) + "/" + std::to_string(u.db);
+  // Appended piece by piece: "lit" + std::string trips GCC 12's -Wrestrict
+  // false positive, an error with -Werror (CI).
+  const bool v6 = u.host.find(':') != std::string::npos;
+  if (v6) s += '[';
+  s += u.host;
+  if (v6) s += ']';
+  s += ':';
+  s += std::to_string(u.port);
+  s += '/';
+  s += std::to_string(u.db);
   return s;
 }
 
