@@ -339,8 +339,9 @@ void StreamSync::refresh_lag() {
     return;
   }
   stats_.lag_ms = static_cast<int64_t>(last->ms) - static_cast<int64_t>(stats_.last_applied.ms);
-  ReplyPtr range = pub_->command({"XRANGE", o_.stream, "(" + stats_.last_applied.str(), "+", "COUNT",
-                                  std::to_string(kLagCap)}, &err);
+  std::string after = "(";  // exclusive start; built by append (GCC 12 -Wrestrict, see redis_url.cpp)
+  after += stats_.last_applied.str();
+  ReplyPtr range = pub_->command({"XRANGE", o_.stream, after, "+", "COUNT", std::to_string(kLagCap)}, &err);
   if (!range) {
     disconnect(err);
     return;
