@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -87,6 +88,11 @@ bool reject_extras(const std::string& command, const std::vector<std::string>& e
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write to a peer that has gone (the Redis server of [sync], killed or
+  // restarted, under hiredis' plain write()) must be an EPIPE error that the
+  // sync handles as a lost connection, not a SIGPIPE that kills the gateway
+  // silently. The control socket already sends with MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   SplitArgs split;
   std::string split_err;
   if (!split_args(argc, argv, split, &split_err)) {
