@@ -1,9 +1,12 @@
 // libFuzzer target for the rule parser. Beyond "no crash, no UB", it checks
 // the round trip on every rule that parses: parse(format(r)) == r with the
 // same key encoding, and that a file with errors applies nothing unless
-// skip_bad was asked for.
+// skip_bad was asked for. For CIDR prefix rules: the length is shorter than
+// the address, no host bit is set, the key inverts, and every address inside
+// the prefix (here: the network with all host bits set) probes to the key.
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "cuckoogate/keys/rule.hpp"
@@ -27,6 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (key.empty() || static_cast<uint8_t>(key[0]) != static_cast<uint8_t>(r.kind)) std::abort();
     if (cg::rule_key(*again.rule) != key) std::abort();
     (void)cg::rule_order_key(r);
+    if (r.prefix_len) {
+      const unsigned len = *r.prefix_len, bits = cg::address_bits(r.addr.family);
+      if (len >= bits || cg::mask_address(r.addr, len) != r.addr) std::abort();
+      const auto back = cg::rule_from_key(key.data(), key.size());
+      if (!back || !(*back == r)) std::abort();
+      cg::IpAddr top = r.addr;  // the last address inside the prefix
+      for (unsigned b = len; b < bits; ++b) top.bytes[b / 8] = static_cast<uint8_t>(top.bytes[b / 8] | (0x80u >> (b % 8)));
+      uint8_t buf[cg::kPrefixKeyMax];
+      const std::size_t n = cg::encode_prefix_key(buf, r.kind, r.addr.family, top.bytes.data(), len);
+      if (std::string_view(reinterpret_cast<const char*>(buf), n) != key) std::abort();
+    }
   }
   // A single line through parse_rule with an arbitrary line number.
   const cg::RuleParse one = cg::parse_rule(text.substr(0, text.find('\n')), 42);

@@ -9,9 +9,38 @@
 
 namespace cg {
 
+IpAddr mask_address(const IpAddr& a, unsigned len) noexcept {
+  IpAddr m = a;
+  for (std::size_t i = 0; i < m.bytes.size(); ++i) {
+    const unsigned from = static_cast<unsigned>(i) * 8;  // first bit of byte i
+    if (len <= from) {
+      m.bytes[i] = 0;
+    } else if (len < from + 8) {
+      m.bytes[i] = static_cast<uint8_t>(m.bytes[i] & (0xff00u >> (len - from)));
+    }
+  }
+  return m;
+}
+
+// [kind][family | 0x80][len][the first ceil(len / 8) address bytes, host bits
+// clear]. Never the length of an exact address key (2 + 4 or 2 + 16 bytes)
+// with the same second byte, so the two encodings cannot collide.
+std::size_t encode_prefix_key(uint8_t* out, RuleKind kind, uint8_t family, const uint8_t* addr,
+                              unsigned len) noexcept {
+  out[0] = static_cast<uint8_t>(kind);
+  out[1] = static_cast<uint8_t>(family | kPrefixFamilyBit);
+  out[2] = static_cast<uint8_t>(len);
+  const unsigned whole = len / 8, rest = len % 8;
+  std::memcpy(out + 3, addr, whole);
+  if (rest == 0) return 3 + whole;
+  out[3 + whole] = static_cast<uint8_t>(addr[whole] & (0xff00u >> rest));
+  return 4 + whole;
+}
+
 std::string rule_key(const Rule& r) {
   uint8_t buf[kFlowKeyMax];
   std::size_t n = 0;
+  static_assert(kPrefixKeyMax <= kFlowKeyMax);
   switch (r.kind) {
     case RuleKind::kFlow:
       n = detail::encode_flow_key(buf, r.src.family, r.proto, r.src.bytes.data(), r.sport,
@@ -20,7 +49,8 @@ std::string rule_key(const Rule& r) {
     case RuleKind::kSrc:
     case RuleKind::kDst:
     case RuleKind::kIp:
-      n = detail::encode_addr_key(buf, r.kind, r.addr.family, r.addr.bytes.data());
+      n = r.prefix_len ? encode_prefix_key(buf, r.kind, r.addr.family, r.addr.bytes.data(), *r.prefix_len)
+                       : detail::encode_addr_key(buf, r.kind, r.addr.family, r.addr.bytes.data());
       break;
     case RuleKind::kService:
       n = detail::encode_service_key(buf, r.addr.family, r.proto, r.addr.bytes.data(), r.dport);
@@ -64,6 +94,16 @@ std::optional<Rule> rule_from_key(const void* data, std::size_t len) {
     case RuleKind::kSrc:
     case RuleKind::kDst:
     case RuleKind::kIp:
+      if ((fam & kPrefixFamilyBit) != 0) {  // a prefix: [kind][family|0x80][len][ceil(len/8) bytes]
+        const auto pf = static_cast<uint8_t>(fam & ~kPrefixFamilyBit);
+        if ((pf != 4 && pf != 6) || len < 3 || p[2] >= address_bits(pf) || len != 3 + (p[2] + 7u) / 8)
+          return std::nullopt;
+        r.addr.family = pf;
+        std::memcpy(r.addr.bytes.data(), p + 3, len - 3);
+        if (mask_address(r.addr, p[2]) != r.addr) return std::nullopt;  // host bits set
+        r.prefix_len = p[2];
+        break;
+      }
       if (!family_ok || len != 2 + an) return std::nullopt;
       addr(2, fam, r.addr);
       break;
@@ -106,7 +146,10 @@ std::string rule_order_key(const Rule& r) {
     case RuleKind::kSrc:
     case RuleKind::kDst:
     case RuleKind::kIp:
+      // A prefix lists after the address rule of its network address and
+      // before the longer prefixes there: 10.0.0.0, 10.0.0.0/8, 10.0.0.0/16.
       addr(r.addr);
+      if (r.prefix_len) s += static_cast<char>(*r.prefix_len);
       break;
     case RuleKind::kService:
       addr(r.addr);

@@ -91,6 +91,8 @@ struct Endpoint {
 Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role) {
   const std::string_view t = tok.text;
   const std::string addr_what = std::string(role) + " address";
+  if (const std::size_t sl = t.find('/'); sl != std::string_view::npos)
+    throw Fail{tok.col + sl, addr_what + " (prefixes only in src, dst and ip rules)"};
   Endpoint ep;
   if (t.front() == '[') {
     const std::size_t rb = t.find(']');
@@ -124,6 +126,38 @@ Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role)
   }
   ep.port = parse_port(t.substr(c + 1), tok.col + c + 1);
   return ep;
+}
+
+// "a.b.c.d", "v6", "[v6]", or a CIDR prefix "a.b.c.d/len", "v6/len",
+// "[v6]/len". A full-length prefix is the address rule; a prefix with host
+// bits set is refused with the canonical prefix in the error (as iproute2
+// refuses "10.1.2.3/16").
+void parse_address_rule(const Token& tok, Rule& r) {
+  const std::size_t slash = tok.text.find('/');
+  if (slash == std::string_view::npos) {
+    r.addr = parse_endpoint(tok, false, "IPv4 or IPv6").addr;
+    return;
+  }
+  const Token a{tok.text.substr(0, slash), tok.col};
+  if (a.text.empty()) throw Fail{tok.col, "IPv4 or IPv6 address before '/'"};
+  r.addr = parse_endpoint(a, false, "IPv4 or IPv6 network").addr;
+  const std::string_view lt = tok.text.substr(slash + 1);
+  const std::size_t lcol = tok.col + slash + 1;
+  const unsigned bits = address_bits(r.addr.family);
+  const std::string expect_len = "prefix length 0-" + std::to_string(bits) + " after '/'";
+  if (lt.empty() || lt.size() > 3) throw Fail{lcol, expect_len};
+  unsigned len = 0;
+  for (char c : lt) {
+    if (c < '0' || c > '9') throw Fail{lcol, expect_len};
+    len = len * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (len > bits) throw Fail{lcol, expect_len};
+  const IpAddr net = mask_address(r.addr, len);
+  if (net != r.addr) {
+    throw Fail{tok.col, "a prefix without host bits: " + format_address(net) + "/" + std::to_string(len) +
+                            " (host bits are set in " + std::string(tok.text) + ")"};
+  }
+  if (len < bits) r.prefix_len = static_cast<uint8_t>(len);
 }
 
 bool host_char(char c) {
@@ -240,8 +274,8 @@ Rule parse_tokens(const std::vector<Token>& tok, std::size_t end_col) {
     case RuleKind::kSrc:
     case RuleKind::kDst:
     case RuleKind::kIp: {
-      const Token& at = next("IPv4 or IPv6 address");
-      r.addr = parse_endpoint(at, false, "IPv4 or IPv6").addr;
+      const Token& at = next("IPv4 or IPv6 address or prefix (address/length)");
+      parse_address_rule(at, r);
       break;
     }
     case RuleKind::kService: {
@@ -379,6 +413,7 @@ std::string format_rule(const Rule& r) {
     case RuleKind::kDst:
     case RuleKind::kIp:
       endpoint(r.addr, 0, false);
+      if (r.prefix_len) s += '/' + std::to_string(*r.prefix_len);
       break;
     case RuleKind::kService:
       s += ' ' + proto_text(r.proto);

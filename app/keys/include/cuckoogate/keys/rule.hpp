@@ -61,6 +61,7 @@ constexpr bool proto_has_ports(uint8_t proto) noexcept {
 // canonicalise alike compare equal). Fields not used by a kind stay zero/empty:
 //   kFlow     proto, src, sport, dst, dport (ports 0 when !proto_has_ports)
 //   kSrc      addr          kDst  addr          kIp  addr
+//             (+ prefix_len for a CIDR prefix: addr has its host bits clear)
 //   kService  proto, addr (destination), dport (0 when !proto_has_ports)
 //   kUrl      name = canonical url text "host[:port]/path?query"
 //   kHost     name = canonical host name (lower case, no trailing dot)
@@ -73,8 +74,17 @@ struct Rule {
   IpAddr dst;
   IpAddr addr;
   std::string name;
+  // kSrc/kDst/kIp only: set for a CIDR prefix rule, always shorter than the
+  // address (0-31 for IPv4, 0-127 for IPv6); a full-length prefix is the
+  // exact address rule and leaves this empty.
+  std::optional<uint8_t> prefix_len;
   friend bool operator==(const Rule&, const Rule&) = default;
 };
+
+// Bits of an address of this family: 32 or 128.
+constexpr unsigned address_bits(uint8_t family) noexcept { return family == 4 ? 32 : 128; }
+// a with every bit past the first `len` cleared (len <= address_bits).
+IpAddr mask_address(const IpAddr& a, unsigned len) noexcept;
 
 // Where and why a rule did not parse. line and column are 1-based; column
 // counts bytes of the line.
@@ -110,7 +120,9 @@ RuleFileParse parse_rules(std::string_view file_text, bool skip_bad);
 std::string format_rule(const Rule&);
 
 // Canonical binary key encoding (kind byte first), exactly the bytes classify()
-// emits for a packet that matches the rule. See docs/rules.md.
+// emits for a packet that matches the rule. A prefix rule's encoding is the
+// one the workers' prefix probe builds from a packet's address (see
+// encode_prefix_key). See docs/rules.md.
 std::string rule_key(const Rule&);
 
 // Inverse of rule_key(): the rule whose encoding `data` is, e.g. to name the
@@ -123,6 +135,15 @@ std::optional<Rule> rule_from_key(const void* data, std::size_t len);
 // addresses numerically (family, then big-endian bytes), host names compared
 // label by label from the top-level domain, urls bytewise. See docs/rules.md.
 std::string rule_order_key(const Rule&);
+
+// Longest prefix-rule encoding: [kind][family | kPrefixFamilyBit][len][address].
+inline constexpr std::size_t kPrefixKeyMax = 1 + 1 + 1 + 16;
+inline constexpr uint8_t kPrefixFamilyBit = 0x80;
+// Writes the encoding of the prefix of length `len` that covers `addr`
+// (4 or 16 bytes, network order) into out (kPrefixKeyMax bytes); returns its
+// length. Allocation-free: the data path probes with it.
+std::size_t encode_prefix_key(uint8_t* out, RuleKind kind, uint8_t family, const uint8_t* addr,
+                              unsigned len) noexcept;
 
 // XXH3_64bits (seed 0) of a key encoding; the kind is folded in through the
 // encoding's first byte. Same value on rule insertion and packet lookup.
