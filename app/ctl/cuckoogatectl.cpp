@@ -6,12 +6,14 @@
 // one-line message on stderr.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "cuckoogate/feeds/feed.hpp"
 
 namespace {
 
@@ -67,6 +71,14 @@ class Connection {
       }
       off += static_cast<std::size_t>(n);
     }
+  }
+
+  // True once the gateway has sent something (or within `limit`, false).
+  bool wait_readable(std::chrono::nanoseconds limit) {
+    if (buf_.find('\n') != std::string::npos) return true;
+    pollfd p{fd_, POLLIN, 0};
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+    return ::poll(&p, 1, static_cast<int>(ms) + 1) > 0;
   }
 
   std::string read_line() {
@@ -208,8 +220,58 @@ int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::str
 // Largest rule file `load` sends (the gateway holds at most 512 MiB of
 // parsed rules per load; a file this size is far past that anyway).
 constexpr off_t kMaxLoadFile = off_t{1} << 30;
+// Bad lines printed by `load --skip-bad` (the rest are only counted).
+constexpr std::size_t kBadLinesShown = 5;
 
-int cmd_load(Connection& c, const std::string& file) {
+struct LoadArgs {
+  std::string file;
+  cg::feeds::Options feed;
+  bool skip_bad = false;
+};
+
+// Progress of a load on a terminal (stderr only, only if it is a tty, only
+// once the load has taken a second): rules sent, rate, share and time left.
+class Progress {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Progress(bool on, std::size_t total_bytes) : on_(on), total_(total_bytes) {}
+  void update(std::size_t rules, std::size_t bytes) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1) || (shown_ && now - last_ < std::chrono::milliseconds(250)))
+      return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\rloading: %s   ", cg::feeds::progress_text(rules, seconds(), bytes, total_).c_str());
+    std::fflush(stderr);
+  }
+  // Everything is sent; the gateway applies the batch before it answers.
+  // Says so if the load is already past a second, or once it gets there.
+  void wait_for(Connection& c, std::size_t rules) {
+    if (!on_) return;
+    const auto waited = Clock::now() - start_;
+    if (waited < std::chrono::seconds(1) && c.wait_readable(std::chrono::seconds(1) - waited)) return;
+    shown_ = true;
+    std::fprintf(stderr, "\rloading: sent %s, waiting for the gateway to apply them...\n",
+                 cg::feeds::progress_text(rules, seconds(), 0, 0).c_str());
+  }
+  void done(std::size_t rules) {
+    if (on_ && shown_)
+      std::fprintf(stderr, "loaded %zu rules in %.1f s (%.0f rules/s)\n", rules, seconds(),
+                   static_cast<double>(rules) / seconds());
+  }
+
+ private:
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  bool on_;
+  std::size_t total_;
+  bool shown_ = false;
+  Clock::time_point start_ = Clock::now(), last_{};
+};
+
+int cmd_load(Connection& c, const LoadArgs& a) {
+  const std::string& file = a.file;
+  const std::string shown_name = file == "-" ? "stdin" : file;
   std::ifstream fin;
   std::istream* in = &std::cin;
   std::size_t total = 0;
@@ -232,35 +294,64 @@ int cmd_load(Connection& c, const std::string& file) {
     in = &fin;
     total = static_cast<std::size_t>(st.st_size);
   }
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  // Rule files go to the gateway as they are (it parses them and names the
+  // bad line); other feed formats, and --skip-bad, are parsed here, so that
+  // errors name the feed's own lines and only good rules are sent.
+  const bool convert = a.feed.format != cg::feeds::Format::kRules || a.skip_bad;
+  Progress progress(isatty(STDERR_FILENO) != 0, total);
   c.send("load\n");
   std::string chunk, line;
-  std::size_t sent = 0, lines = 0, next_report = 0;
+  std::vector<cg::Rule> line_rules;
+  std::size_t read = 0, lines = 0, rules = 0, bad = 0;
   while (std::getline(*in, line)) {
     ++lines;
-    // The server ends a load at a line that is '.' after trimming blanks; no
-    // rule starts with '.', so such a line is refused before anything is sent.
-    const std::size_t first = line.find_first_not_of(" \t\r");
-    if (first != std::string::npos && line[first] == '.')
-      die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
-    sent += line.size() + 1;
-    chunk += line;
-    chunk += '\n';
+    read += line.size() + 1;
+    if (!convert) {
+      // The server ends a load at a line that is '.' after trimming blanks; no
+      // rule starts with '.', so such a line is refused before anything is sent.
+      const std::size_t first = line.find_first_not_of(" \t\r");
+      if (first != std::string::npos && line[first] == '.')
+        die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
+      if (first != std::string::npos && line[first] != '#') ++rules;
+      chunk += line;
+      chunk += '\n';
+    } else {
+      line_rules.clear();
+      cg::ParseError e;
+      if (!cg::feeds::parse_feed_line(a.feed, line, lines, &line_rules, &e)) {
+        const std::string where = shown_name + ":" + std::to_string(e.line) + ":" + std::to_string(e.column) +
+                                  ": expected " + e.expected;
+        // Exiting closes the connection before the final '.': the gateway
+        // discards the stream, nothing of it is applied.
+        if (!a.skip_bad) die(where + " (nothing loaded; --skip-bad loads the good lines)");
+        if (++bad <= kBadLinesShown) std::fprintf(stderr, "cuckoogatectl: %s (line skipped)\n", where.c_str());
+        continue;
+      }
+      for (const cg::Rule& r : line_rules) {
+        chunk += cg::format_rule(r);
+        chunk += '\n';
+      }
+      rules += line_rules.size();
+    }
     if (chunk.size() >= (1u << 16)) {
       c.send(chunk);
       chunk.clear();
-      if (tty && sent >= next_report) {
-        if (total) std::fprintf(stderr, "\rloading: %3zu%% (%zu lines)", sent * 100 / total, lines);
-        else std::fprintf(stderr, "\rloading: %zu lines", lines);
-        next_report = sent + (1u << 20);
-      }
     }
+    if ((lines & 1023) == 0) progress.update(rules, read);
   }
+  if (bad > 0)
+    std::fprintf(stderr, "cuckoogatectl: %s: skipped %zu bad line%s\n", shown_name.c_str(), bad,
+                 bad == 1 ? "" : "s");
   chunk += '.';  // ends the stream; request() adds the newline
-  if (tty) std::fprintf(stderr, "\rloading: sent %zu lines, waiting for the gateway...\n", lines);
-  const auto resp = request(c, chunk, false, "load");
-  if (!resp) return 2;
-  std::printf("%s\n", resp->first.substr(3).c_str());
+  c.send(chunk + "\n");
+  progress.wait_for(c, rules);
+  Connection::Response resp = c.read_response(false);
+  if (!resp.ok()) {
+    std::fprintf(stderr, "cuckoogatectl: load: %s\n", err_text(resp.first).c_str());
+    return 2;
+  }
+  progress.done(rules);
+  std::printf("%s\n", resp.first.substr(3).c_str());
   return 0;
 }
 
@@ -286,7 +377,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", CUCKOOGATE_VERSION);
   app.require_subcommand(1);
   std::vector<std::string> add_args, del_args, check_args, list_args;
-  std::string load_file;
+  LoadArgs load_args;
+  std::string load_format = "rules", load_as;
   bool stats_json = false, info_json = false;
   auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
   add->add_option("rule", add_args, "Rule(s)")->required();
@@ -296,8 +388,14 @@ int main(int argc, char** argv) {
   del->add_option("rule", del_args, "Rule(s)")->required();
   auto* check = app.add_subcommand("check", "Is the rule in the blocklist? Exit 0 yes, 1 no");
   check->add_option("rule", check_args, "Rule")->required();
-  auto* load = app.add_subcommand("load", "Bulk-load a rule file (or - for stdin) as one batch: all or nothing");
-  load->add_option("file", load_file, "Rule file or -")->required();
+  auto* load = app.add_subcommand("load", "Bulk-load a rule file or feed (or - for stdin) as one batch: all or nothing");
+  load->add_option("file", load_args.file, "Rule file or feed, or - for stdin")->required();
+  load->add_option("--format", load_format, "rules (default), hosts (hosts file), domains (one name a line), "
+                                            "cidr (one address or prefix a line)")
+      ->check(CLI::IsMember({"rules", "hosts", "domains", "cidr"}));
+  load->add_option("--as", load_as, "cidr: the rule kind of each line, src, dst or ip (default ip)")
+      ->check(CLI::IsMember({"src", "dst", "ip"}));
+  load->add_flag("--skip-bad", load_args.skip_bad, "Load the good lines, count and skip the bad ones");
   auto* list = app.add_subcommand("list", "List rules in order: list [KIND] [PREFIX]");
   list->add_option("args", list_args, "KIND (flow, src, dst, ip, service, url, host) and PREFIX");
   std::vector<std::string> hits_args;
@@ -323,6 +421,12 @@ int main(int argc, char** argv) {
   for (const auto* args : {&add_args, &del_args, &check_args, &list_args, &hits_args})
     refuse_line_breaks(*args);
   refuse_line_breaks({flush_scope});
+  if (load->parsed()) {
+    load_args.feed.format = *cg::feeds::format_from_name(load_format);  // checked by IsMember
+    if (!load_as.empty() && load_args.feed.format != cg::feeds::Format::kCidr)
+      die("--as applies to --format cidr only");
+    if (!load_as.empty()) load_args.feed.cidr_kind = *cg::feeds::cidr_kind_from_name(load_as);
+  }
 
   Connection c(sock);
   if (add->parsed()) return cmd_rules(c, "add", add_args, ttl ? " ttl=" + std::to_string(ttl) : "");
@@ -334,7 +438,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", present ? "present" : "absent");
     return present ? 0 : 1;
   }
-  if (load->parsed()) return cmd_load(c, load_file);
+  if (load->parsed()) return cmd_load(c, load_args);
   if (list->parsed()) return cmd_multi(c, join("list", list_args), false, "(no rules match)");
   if (hits->parsed()) return cmd_multi(c, join("hits", hits_args), false, "(no rules match)");
   if (stats->parsed()) return cmd_multi(c, "stats", stats_json);

@@ -223,9 +223,55 @@ bool read_sync(const toml::table& t, const std::string& w, SyncConfig& c, std::s
   return true;
 }
 
+// [[rules]] path = "...", format = "hosts", as = "src": rule files in a feed format.
+bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<RuleFeedConfig>& out,
+                     std::string* err) {
+  if (n == nullptr) return true;
+  const toml::array* a = n->as_array();
+  if (a == nullptr) {
+    *err = path + ": 'rules' must be an array of tables ([[rules]] path = ..., format = ...)";
+    return false;
+  }
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const std::string w = path + ": rules[" + std::to_string(i) + "]";
+    const toml::table* t = (*a)[i].as_table();
+    if (t == nullptr) {
+      *err = w + ": expected a table";
+      return false;
+    }
+    if (!check_keys(*t, {"path", "format", "as"}, w, err)) return false;
+    RuleFeedConfig f;
+    const toml::node* pn = t->get("path");
+    if (pn == nullptr) {
+      *err = w + ": 'path' (the file) is required";
+      return false;
+    }
+    if (!c_string(*pn, f.path, w + ".path", err)) return false;
+    std::string format = "rules", as;
+    if (!plain_string(*t, "format", 16, format, w, err) || !plain_string(*t, "as", 16, as, w, err)) return false;
+    const auto fmt = feeds::format_from_name(format);
+    if (!fmt) {
+      *err = w + ".format: expected \"rules\", \"hosts\", \"domains\" or \"cidr\"";
+      return false;
+    }
+    f.feed.format = *fmt;
+    if (!as.empty()) {
+      const auto kind = feeds::cidr_kind_from_name(as);
+      if (*fmt != feeds::Format::kCidr || !kind) {
+        *err = w + ".as: expected \"src\", \"dst\" or \"ip\", with format = \"cidr\" only";
+        return false;
+      }
+      f.feed.cidr_kind = *kind;
+    }
+    out.push_back(std::move(f));
+  }
+  return true;
+}
+
 // The keys of a parsed document; `path` names the file in errors.
 bool read_root(const toml::table& root, const std::string& path, GatewayConfig& c, std::string* err) {
-  if (!check_keys(root, {"eal", "gateway", "pair", "sync"}, path, err)) return false;
+  if (!check_keys(root, {"eal", "gateway", "pair", "sync", "rules"}, path, err)) return false;
+  if (!read_rule_feeds(root.get("rules"), path, c.rule_feeds, err)) return false;
   if (const toml::table* t = root["sync"].as_table()) {
     if (!read_sync(*t, path + ": sync", c.sync, err)) return false;
   } else if (root.contains("sync")) {

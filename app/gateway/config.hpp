@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cuckoogate/feeds/feed.hpp"
+
 namespace cg {
 
 // Where `cuckoogatectl` and the gateway meet when no path is given:
@@ -31,6 +33,12 @@ struct SyncConfig {
   unsigned wait_replicas = 0;           // > 0: WAIT for replicas before an OK
 };
 
+// [[rules]]: a rule file or feed applied at start (docs/rules.md, "Feed formats").
+struct RuleFeedConfig {
+  std::string path;
+  feeds::Options feed;  // format = "rules" | "hosts" | "domains" | "cidr", as = "src" | "dst" | "ip"
+};
+
 struct GatewayConfig {
   std::vector<std::string> eal;         // [eal] args
   std::optional<unsigned> workers;      // default: every EAL worker lcore
@@ -43,6 +51,7 @@ struct GatewayConfig {
   bool reject = false;                  // action = "drop" | "reject"
   std::string state_dir;                // durable rule state ("" = none)
   std::vector<std::string> rules;       // rule files applied at start
+  std::vector<RuleFeedConfig> rule_feeds;  // [[rules]]: files in a feed format, applied at start
   uint16_t rx_desc = 1024, tx_desc = 1024;
   std::vector<PairConfig> pairs;        // empty: pair EAL's ports in order
   SyncConfig sync;

@@ -15,15 +15,24 @@ constexpr std::size_t kMaxErrorsShown = 20;
 }  // namespace
 
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err) {
+  return read_rule_files(files, {}, out, err);
+}
+
+bool read_rule_files(const std::vector<std::string>& files, const std::vector<RuleFeedConfig>& feeds,
+                     std::vector<Rule>& out, std::string* err) {
+  std::vector<RuleFeedConfig> all_files;
+  for (const std::string& f : files) all_files.push_back({f, {}});
+  all_files.insert(all_files.end(), feeds.begin(), feeds.end());
   std::vector<Rule> all;
   std::string problems;
-  for (const std::string& f : files) {
+  for (const RuleFeedConfig& spec : all_files) {
+    const std::string& f = spec.path;
     std::string text, why;
     if (!read_regular_file(f, "rule file", kMaxRuleFileBytes, text, &why)) {
       problems += why + "\n";
       continue;
     }
-    RuleFileParse p = parse_rules(text, /*skip_bad=*/false);
+    RuleFileParse p = feeds::parse_feed(text, spec.feed, /*skip_bad=*/false);
     const std::size_t shown = std::min(p.errors.size(), kMaxErrorsShown);
     for (std::size_t i = 0; i < shown; ++i) {
       const ParseError& e = p.errors[i];

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuckoogate/keys/rule.hpp"
+#include "gateway/config.hpp"
 
 namespace cg {
 
@@ -25,5 +26,11 @@ inline constexpr std::size_t kMaxRuleFileBytes = std::size_t{1} << 30;
 // ..."; after 20 bad lines of one file, "FILE: N more bad lines"), and
 // leaves `out` untouched.
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err);
+
+// The same for files in a feed format ([[rules]] in the configuration,
+// docs/rules.md "Feed formats"): `files` in the rule language, then `feeds`,
+// each in its own format; errors as above.
+bool read_rule_files(const std::vector<std::string>& files, const std::vector<RuleFeedConfig>& feeds,
+                     std::vector<Rule>& out, std::string* err);
 
 }  // namespace cg

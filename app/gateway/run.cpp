@@ -71,7 +71,7 @@ int run_gateway(const RunOptions& o) {
   }
 
   std::vector<Rule> rules;
-  if (!read_rule_files(cfg.rules, rules, &err)) return fail_early(2, err);
+  if (!read_rule_files(cfg.rules, cfg.rule_feeds, rules, &err)) return fail_early(2, err);
 
   std::vector<std::string> eal = o.eal.empty() ? cfg.eal : o.eal;
   const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string& a) {

@@ -237,6 +237,38 @@ TEST(ParseConfig, DeeplyNestedArraysAreRefusedNotACrash) {
   EXPECT_FALSE(parse_config("x = " + std::string(100000, '{') , "deep", c, &err));
 }
 
+// [[rules]]: rule files in a feed format (issue 12, item 5).
+TEST(ParseConfig, RuleFeedsTakeAPathAFormatAndForCidrAKind) {
+  GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_config("[[rules]]\npath = \"ads.hosts\"\nformat = \"hosts\"\n"
+                           "[[rules]]\npath = \"drop.txt\"\nformat = \"cidr\"\nas = \"src\"\n"
+                           "[[rules]]\npath = \"net.txt\"\nformat = \"cidr\"\n"
+                           "[[rules]]\npath = \"plain.rules\"\n",
+                           "inline", c, &err)) << err;
+  ASSERT_EQ(c.rule_feeds.size(), 4u);
+  EXPECT_EQ(c.rule_feeds[0].path, "ads.hosts");
+  EXPECT_EQ(c.rule_feeds[0].feed.format, feeds::Format::kHosts);
+  EXPECT_EQ(c.rule_feeds[1].feed.format, feeds::Format::kCidr);
+  EXPECT_EQ(c.rule_feeds[1].feed.cidr_kind, RuleKind::kSrc);
+  EXPECT_EQ(c.rule_feeds[2].feed.cidr_kind, RuleKind::kIp);  // the default
+  EXPECT_EQ(c.rule_feeds[3].feed.format, feeds::Format::kRules);
+  const std::pair<const char*, const char*> bad[] = {
+      {"[[rules]]\nformat = \"hosts\"\n", "inline: rules[0]: 'path' (the file) is required"},
+      {"[[rules]]\npath = \"a\"\nformat = \"csv\"\n", "inline: rules[0].format: expected"},
+      {"[[rules]]\npath = \"a\"\nformat = \"hosts\"\nas = \"src\"\n", "inline: rules[0].as: expected"},
+      {"[[rules]]\npath = \"a\"\nformat = \"cidr\"\nas = \"host\"\n", "inline: rules[0].as: expected"},
+      {"[[rules]]\npath = \"a\"\nfile = \"b\"\n", "unknown key 'file'"},
+      {"rules = 3\n", "'rules' must be an array of tables"},
+      {"[[rules]]\npath = \"a\\u0000b\"\n", "rules[0].path: a string may not contain a NUL"},
+  };
+  for (const auto& [text, expect] : bad) {
+    GatewayConfig d;
+    EXPECT_FALSE(parse_config(text, "inline", d, &err)) << text;
+    EXPECT_NE(err.find(expect), std::string::npos) << text << " -> " << err;
+  }
+}
+
 }  // namespace
 }  // namespace cg
 

@@ -30,13 +30,12 @@ class Ctl : public testing::Test {
  protected:
   static void SetUpTestSuite() {
     sock_ = GatewayEnv::dir() + "/ctl.sock";
-    gw_ = new Process({GatewayEnv::gateway(), "run", "--ctl", sock_, "--", "--no-huge", "--no-pci",
-                       "--no-shconf", "-m", "512", "--vdev=net_null0", "--vdev=net_null1",
-                       "--log-level=lib.eal:error"},
-                      GatewayEnv::dir() + "/gw.out", GatewayEnv::dir() + "/gw.err");
-    ASSERT_TRUE(wait_for_socket(sock_, 30s)) << gw_->err();
+    std::string err;
+    gw_ = start_null_gateway(GatewayEnv::gateway(), sock_, GatewayEnv::dir(), &err);
+    ASSERT_NE(gw_, nullptr) << err;
   }
   static void TearDownTestSuite() {
+    if (gw_ == nullptr) return;  // never started (SetUpTestSuite said why)
     gw_->signal(SIGINT);
     const int st = gw_->wait(30s);
     const std::string out = gw_->out();

@@ -106,5 +106,26 @@ TEST_F(RuleFiles, ManyBadLinesAreCutShort) {
   EXPECT_NE(err_.find(f + ": 5 more bad lines"), std::string::npos) << err_;
 }
 
+// [[rules]] files in a feed format (issue 12, item 5).
+TEST_F(RuleFiles, FeedsAreReadInTheirFormatAfterThePlainRuleFiles) {
+  const std::string plain = write("plain.rules", "host plain.example\n");
+  const std::string hosts = write("ads.hosts", "127.0.0.1 localhost\n0.0.0.0 ads.example # x\n");
+  const std::string cidr = write("drop.txt", "; DROP\n198.51.100.7 ; SBL1\n");
+  std::vector<RuleFeedConfig> feeds = {{hosts, {feeds::Format::kHosts}},
+                                       {cidr, {feeds::Format::kCidr, RuleKind::kSrc}}};
+  ASSERT_TRUE(read_rule_files({plain}, feeds, out_, &err_)) << err_;
+  std::vector<std::string> got;
+  for (const Rule& r : out_) got.push_back(format_rule(r));
+  EXPECT_EQ(got, (std::vector<std::string>{"src 192.0.2.1", "host plain.example", "host ads.example",
+                                           "src 198.51.100.7"}));
+}
+
+TEST_F(RuleFiles, ABadFeedLineNamesTheFileAndLineAndNothingIsApplied) {
+  const std::string hosts = write("bad.hosts", "0.0.0.0 ok.example\nads.example\n");
+  EXPECT_FALSE(read_rule_files({}, {{hosts, {feeds::Format::kHosts}}}, out_, &err_));
+  EXPECT_EQ(err_.rfind(hosts + ":2:1: expected IP address", 0), 0u) << err_;
+  expect_untouched();
+}
+
 }  // namespace
 }  // namespace cg

@@ -186,4 +186,19 @@ inline bool wait_for_socket(const std::string& path, std::chrono::milliseconds t
   return false;
 }
 
+// `cuckoogate run` on two net_null vdevs, no state directory, its control
+// socket at `sock`, output in DIR/gw.out and DIR/gw.err: the gateway the
+// cuckoogatectl tests talk to. Running once `sock` answers, else null with
+// *err holding what it printed.
+inline Process* start_null_gateway(const std::string& gateway, const std::string& sock, const std::string& dir,
+                                   std::string* err) {
+  auto* gw = new Process({gateway, "run", "--ctl", sock, "--", "--no-huge", "--no-pci", "--no-shconf", "-m",
+                          "512", "--vdev=net_null0", "--vdev=net_null1", "--log-level=lib.eal:error"},
+                         dir + "/gw.out", dir + "/gw.err");
+  if (wait_for_socket(sock, std::chrono::seconds(30))) return gw;
+  *err = gw->err();
+  delete gw;
+  return nullptr;
+}
+
 }  // namespace cg::test

@@ -1,0 +1,199 @@
+// `cuckoogatectl load --format hosts|domains|cidr [--as KIND] [--skip-bad]`
+// against a running gateway (issue 12, items 5 and 7): every format end to
+// end, errors that name the file and line and load nothing, --skip-bad, and
+// progress on a terminal only.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway_test_env.hpp"
+#include "subprocess.hpp"
+
+namespace cg::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Feeds : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sock_ = GatewayEnv::dir() + "/ctl.sock";
+    std::string err;
+    gw_ = start_null_gateway(GatewayEnv::gateway(), sock_, GatewayEnv::dir(), &err);
+    ASSERT_NE(gw_, nullptr) << err;
+  }
+  static void TearDownTestSuite() {
+    if (gw_ == nullptr) return;  // never started (SetUpTestSuite said why)
+    gw_->signal(SIGINT);
+    EXPECT_EQ(gw_->wait(30s), 0);
+    delete gw_;
+  }
+  Result ctl(std::vector<std::string> args, const std::string& in = "/dev/null") {
+    args.insert(args.begin(), {GatewayEnv::ctl(), "-s", sock_});
+    return run(args, GatewayEnv::dir(), in);
+  }
+  bool present(const std::string& rule) { return ctl({"check", rule}).status == 0; }
+  static std::string write(const std::string& name, const std::string& text) {
+    const std::string path = GatewayEnv::dir() + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  static std::string sock_;
+  static Process* gw_;
+};
+std::string Feeds::sock_;
+Process* Feeds::gw_ = nullptr;
+
+TEST_F(Feeds, HostsFileBecomesHostRulesWithoutTheMachinesOwnNames) {
+  const std::string f = write("ads.hosts",
+                              "# ad servers\r\n"
+                              "127.0.0.1 localhost\r\n"
+                              "::1 localhost ip6-localhost ip6-loopback\n"
+                              "255.255.255.255 broadcasthost\n"
+                              "0.0.0.0 ads.hosts.test # banner\n"
+                              "0.0.0.0 a.hosts.test B.Hosts.Test\n");
+  Result r = ctl({"load", "--format", "hosts", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("loaded 3 added 3"), std::string::npos) << r.out;
+  EXPECT_TRUE(present("host ads.hosts.test"));
+  EXPECT_TRUE(present("host b.hosts.test"));
+  EXPECT_FALSE(present("host localhost"));
+  EXPECT_FALSE(present("host ip6-localhost"));
+  EXPECT_EQ(ctl({"list", "host", "localhost"}).out, "");
+  EXPECT_EQ(r.err, "");  // not a terminal: no progress, nothing on stderr
+}
+
+TEST_F(Feeds, DomainListFromStdin) {
+  const std::string f = write("list.domains", "# trackers\nt1.domains.test\n\nT2.Domains.Test.  # x\n");
+  Result r = ctl({"load", "--format", "domains", "-"}, f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("added 2"), std::string::npos) << r.out;
+  EXPECT_TRUE(present("host t2.domains.test"));
+}
+
+TEST_F(Feeds, CidrListsBecomeIpRulesOrTheKindAsks) {
+  const std::string f = write("drop.txt", "; Spamhaus DROP List\n198.18.0.7 ; SBL1\n# FireHOL\n2001:db8::77\n");
+  Result r = ctl({"load", "--format", "cidr", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("ip 198.18.0.7"));
+  EXPECT_TRUE(present("ip 2001:db8::77"));
+  EXPECT_FALSE(present("src 198.18.0.7"));
+  r = ctl({"load", "--format", "cidr", "--as", "src", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("src 198.18.0.7"));
+  r = ctl({"load", "--format", "cidr", "--as", "dst", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("dst 2001:db8::77"));
+  // --as only means something for cidr; an unknown format or kind is bad usage.
+  EXPECT_EQ(ctl({"load", "--format", "hosts", "--as", "src", f}).status, 2);
+  EXPECT_EQ(ctl({"load", "--format", "csv", f}).status, 2);
+  EXPECT_EQ(ctl({"load", "--format", "cidr", "--as", "host", f}).status, 2);
+}
+
+TEST_F(Feeds, ABadLineNamesFileAndLineAndLoadsNothing) {
+  const std::string f = write("bad.hosts", "0.0.0.0 good1.bad.test\n0.0.0.0 good2.bad.test\nads.bad.test\n");
+  Result r = ctl({"load", "--format", "hosts", f});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.hosts:3:1: expected IP address"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing loaded"), std::string::npos) << r.err;
+  EXPECT_FALSE(present("host good1.bad.test"));  // sent before the bad line, never applied
+  const std::string c = write("bad.cidr", "192.0.2.90\n192.0.2.91 extra\n");
+  r = ctl({"load", "--format", "cidr", c});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.cidr:2:12: expected end of line"), std::string::npos) << r.err;
+  EXPECT_FALSE(present("ip 192.0.2.90"));
+}
+
+TEST_F(Feeds, SkipBadLoadsTheGoodLinesCountsAndShowsTheFirstBadOnes) {
+  std::string text;
+  for (int i = 0; i < 7; ++i) text += "bad name " + std::to_string(i) + "\n";
+  text += "ok1.skip.test\nok2.skip.test\n";
+  const std::string f = write("skip.domains", text);
+  Result r = ctl({"load", "--format", "domains", "--skip-bad", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("added 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("skip.domains:1:5: expected end of line"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skip.domains:5:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("skip.domains:6:"), std::string::npos) << r.err;  // only the first five shown
+  EXPECT_NE(r.err.find("skipped 7 bad lines"), std::string::npos) << r.err;
+  EXPECT_TRUE(present("host ok2.skip.test"));
+  // The rule language takes --skip-bad too.
+  const std::string g = write("skip.rules", "src 192.0.2.95\nsrc nonsense\n");
+  r = ctl({"load", "--skip-bad", g});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("skip.rules:2:5: expected"), std::string::npos) << r.err;
+  EXPECT_TRUE(present("src 192.0.2.95"));
+}
+
+// Runs `cuckoogatectl load --format domains -` with stdout and stderr on a
+// pseudo-terminal and stdin from a pipe fed `batches` batches of `per` names
+// `pause` apart; returns what the terminal showed.
+std::string load_on_terminal(const std::string& sock, int batches, int per, std::chrono::milliseconds pause,
+                             int* status) {
+  int in[2];
+  if (::pipe(in) != 0) return "<pipe failed>";
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::close(in[0]);
+    ::close(in[1]);
+    ::execl(GatewayEnv::ctl().c_str(), GatewayEnv::ctl().c_str(), "-s", sock.c_str(), "load", "--format",
+            "domains", "-", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  std::string shown;
+  std::thread reader([&] {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+      if (n > 0) shown.append(buf, static_cast<std::size_t>(n));
+  });
+  for (int b = 0; b < batches; ++b) {
+    std::string chunk;
+    for (int i = 0; i < per; ++i) chunk += "n" + std::to_string(b * per + i) + ".tty.test\n";
+    for (std::size_t off = 0; off < chunk.size();) {
+      const ssize_t n = ::write(in[1], chunk.data() + off, chunk.size() - off);
+      if (n <= 0) break;
+      off += static_cast<std::size_t>(n);
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  ::close(in[1]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  reader.join();  // the terminal reads EIO once the child is gone
+  ::close(master);
+  return shown;
+}
+
+TEST_F(Feeds, ProgressOnATerminalForLoadsOverASecond) {
+  int status = -1;
+  const std::string shown = load_on_terminal(sock_, 8, 4096, 250ms, &status);
+  EXPECT_EQ(status, 0) << shown;
+  EXPECT_NE(shown.find("rules/s"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("loaded 32768 rules in"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("added 32768"), std::string::npos) << shown;
+  // A quick load on a terminal shows no progress at all.
+  const std::string quick = load_on_terminal(sock_, 1, 10, 0ms, &status);
+  EXPECT_EQ(status, 0) << quick;
+  EXPECT_EQ(quick.find("rules/s"), std::string::npos) << quick;
+  EXPECT_EQ(quick.find("loading"), std::string::npos) << quick;
+  EXPECT_EQ(ctl({"flush", "host"}).status, 0);
+}
+
+}  // namespace
+}  // namespace cg::test
+
+int main(int argc, char** argv) { return cg::test::gateway_test_main(argc, argv); }
