@@ -58,6 +58,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->exact_ = ExactSet::create(o.name + "_exact", static_cast<uint32_t>(o.capacity), o.qsv,
                                o.socket, err);
   if (!b->exact_) return nullptr;
+  b->prefixes_ = std::make_unique<PrefixTables>(b->filter_.get(), b->exact_.get());
   b->removed_at_ = static_cast<std::atomic<uint64_t>*>(rte_zmalloc_socket(
       "cg_removed_at", sizeof(std::atomic<uint64_t>) * o.capacity, RTE_CACHE_LINE_SIZE, o.socket));
   if (b->removed_at_ == nullptr) {
@@ -138,6 +139,16 @@ Blocklist::Keys Blocklist::keys_of(const Rule& r) {
   return {key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
 }
 
+void Blocklist::count_rule(const Rule& r, int delta) {
+  if (!r.prefix_len) {
+    count_kind(r.kind, delta);
+  } else if (delta > 0) {
+    prefixes_->add(r.kind, r.addr.family, *r.prefix_len);
+  } else {
+    prefixes_->remove(r.kind, r.addr.family, *r.prefix_len);
+  }
+}
+
 void Blocklist::count_kind(RuleKind k, int delta) {
   std::size_t& n = per_kind_[static_cast<std::size_t>(k)];
   n = delta > 0 ? n + 1 : n - 1;
@@ -173,18 +184,18 @@ uint64_t Blocklist::hits(const Rule& r) const {
 bool Blocklist::insert_lookup(const Rule& r) {
   const Keys k = keys_of(r);
   if (next_slot_ >= capacity_ && free_slots_.empty()) return false;
-  count_kind(r.kind, +1);
+  count_rule(r, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
   if (filter_->insert(k.hash) != InsertResult::kOk) {
-    count_kind(r.kind, -1);
+    count_rule(r, -1);
     return false;
   }
   const uint32_t slot = take_slot();
   if (exact_->add(k.key, r.kind, slot) != 0) {
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
-    count_kind(r.kind, -1);
+    count_rule(r, -1);
     // Pure-filter flows blocked by the short-lived fingerprint are judged
     // again; nothing was added, so cached passes stand.
     bump_generation(/*added=*/false);
@@ -202,7 +213,7 @@ void Blocklist::remove_lookup(const Rule& r) {
   exact_->del(k.key);
   if (slot >= 0) release_slot(static_cast<uint32_t>(slot));
   filter_->erase(k.hash);
-  count_kind(r.kind, -1);
+  count_rule(r, -1);
   bump_generation(/*added=*/false);  // a removal never turns a pass into a drop
 }
 

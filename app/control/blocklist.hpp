@@ -4,13 +4,18 @@
 // `check`, TTL expiry and restarts read.
 //
 // Thread safety: every member function is for the ONE control thread. Worker
-// lcores only use filter(), exact() and kind_mask(), whose lookups are safe
-// concurrently with the control thread's updates.
+// lcores only use filter(), exact(), kind_mask() and prefixes(), whose
+// lookups are safe concurrently with the control thread's updates.
 //
 // Invariant kept by every operation: a rule is in the store iff its key is in
 // the exact set iff exactly one copy of its fingerprint was inserted into the
 // filter for it. So a delete only ever erases a fingerprint this rule put
 // there, and a filter false negative cannot be created by a delete.
+// CIDR prefix rules (src/dst/ip a.b.c.d/len) are rules like the others: their
+// key is the prefix encoding (encode_prefix_key), in the filter and the exact
+// set with a hit-counter slot; in addition prefixes() counts each one under
+// its (kind, family, length) from before its fingerprint is inserted until
+// after it is erased, so workers probe every length that has a rule.
 //
 // Durability: with a state directory, a change is reported successful only
 // after the store has its journal record on disk (see docs/store.md).
@@ -31,6 +36,7 @@
 #include "cuckoogate/keys/rule.hpp"
 #include "cuckoogate/store/rule_store.hpp"
 #include "dataplane/lookup.hpp"
+#include "dataplane/prefix.hpp"
 
 namespace cg {
 
@@ -122,7 +128,11 @@ class Blocklist {
 
   const GatewayFilter& filter() const noexcept { return *filter_; }
   const ExactSet& exact() const noexcept { return *exact_; }
-  // Bit k set iff at least one rule of kind k is present. Workers skip the
+  // The prefix lengths in use per kind and family, and the probe workers run
+  // for prefix rules (dataplane/prefix.hpp).
+  const PrefixTables& prefixes() const noexcept { return *prefixes_; }
+  // Bit k set iff at least one exact (non-prefix) rule of kind k is
+  // present. Workers skip the
   // keys of absent kinds. The bit is stored before the rule's fingerprint is
   // inserted and before the generation bump that follows; a worker reads the
   // generation (acquire) first and the mask after it, so a burst that sees
@@ -164,6 +174,7 @@ class Blocklist {
   void remove_lookup(const Rule& r);        // the reverse
   void remove_text(const std::string& text);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
+  void count_rule(const Rule& r, int delta);  // count_kind, or prefixes_ for a prefix rule
   uint32_t take_slot();
   void release_slot(uint32_t slot);
 
@@ -179,6 +190,7 @@ class Blocklist {
   FilterMemory filter_mem_;
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
+  std::unique_ptr<PrefixTables> prefixes_;
   std::unique_ptr<store::RuleStore> store_;
   std::size_t capacity_ = 0;
   std::array<std::size_t, kRuleKindCount + 1> per_kind_{};

@@ -409,6 +409,14 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       if (h.kind == 0 || kv < h.kind) h = {kv, rule};
     }
   }
+  // 2b. CIDR prefix rules (dataplane/prefix.cpp): one bulk probe of the
+  // burst's addresses; an exact hit of the same or a smaller kind stays.
+  if (cfg_.prefixes != nullptr) {
+    PrefixHit ph[kBurst];
+    cfg_.prefixes->lookup(s.keys, s.classify, n, cfg_.verify, ph);
+    for (uint16_t i = 0; i < n; ++i)
+      if (ph[i].kind != 0 && (s.hit[i].kind == 0 || ph[i].kind < s.hit[i].kind)) s.hit[i] = {ph[i].kind, ph[i].slot};
+  }
 
   // 3. In packet order: a flow blocked by an earlier packet of this burst
   // blocks this one too; classified packets teach their flow the verdict.

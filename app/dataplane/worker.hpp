@@ -18,6 +18,7 @@
 
 #include "cuckoogate/flow/flow_table.hpp"
 #include "dataplane/lookup.hpp"
+#include "dataplane/prefix.hpp"
 #include "dataplane/stats.hpp"
 
 namespace cg {
@@ -43,6 +44,7 @@ struct WorkerConfig {
   const GatewayFilter* filter = nullptr;
   const ExactSet* exact = nullptr;
   const std::atomic<uint32_t>* kind_mask = nullptr;  // kinds with rules (bit = RuleKind)
+  const PrefixTables* prefixes = nullptr;  // CIDR prefix rules (Blocklist::prefixes()); null: none
   rte_rcu_qsbr* qsv = nullptr;
   const std::atomic<bool>* stop = nullptr;
   WorkerStats* stats = nullptr;

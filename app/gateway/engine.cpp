@@ -292,6 +292,7 @@ bool Engine::start(std::string* err) {
     c.filter = &blocklist_->filter();
     c.exact = &blocklist_->exact();
     c.kind_mask = &blocklist_->kind_mask();
+    c.prefixes = &blocklist_->prefixes();
     c.qsv = qsv_;
     c.stop = &stop_;
     c.stats = &stats_[w];
