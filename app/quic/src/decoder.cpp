@@ -200,8 +200,11 @@ bool Decoder::keys_for(uint32_t version, const uint8_t* dcid, std::size_t dcid_l
     return true;
   cached_ = false;
   if (!derive_client_initial_keys(version, dcid, dcid_len, keys_)) return false;
-  // A key change costs one AES key schedule per context; no allocation.
-  if (EVP_EncryptInit_ex(ecb_, nullptr, nullptr, keys_.hp, nullptr) != 1) return false;
+  // A key change costs an AES key schedule per context (and GCM's hash key);
+  // no allocation. Packets under the same keys then set only the nonce.
+  if (EVP_EncryptInit_ex(ecb_, nullptr, nullptr, keys_.hp, nullptr) != 1 ||
+      EVP_DecryptInit_ex(gcm_, nullptr, nullptr, keys_.key, nullptr) != 1)
+    return false;
   cached_ = true;
   cached_version_ = version;
   cached_dcid_len_ = static_cast<uint8_t>(dcid_len);
@@ -239,7 +242,7 @@ Status Decoder::open(const uint8_t* p, Packet& pk, uint8_t* plain, std::size_t* 
   // The associated data is the unprotected header, fed in three pieces (GCM
   // accepts AAD in several calls before the ciphertext): the unmasked first
   // byte, the header as it is, the unmasked packet number.
-  if (EVP_DecryptInit_ex(gcm_, nullptr, nullptr, keys_.key, nonce) != 1 ||
+  if (EVP_DecryptInit_ex(gcm_, nullptr, nullptr, nullptr, nonce) != 1 ||
       EVP_DecryptUpdate(gcm_, nullptr, &outl, &first, 1) != 1 ||
       EVP_DecryptUpdate(gcm_, nullptr, &outl, p + 1, static_cast<int>(pk.pn_off - 1)) != 1 ||
       EVP_DecryptUpdate(gcm_, nullptr, &outl, pn_bytes, static_cast<int>(pn_len)) != 1)
