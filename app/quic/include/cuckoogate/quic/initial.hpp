@@ -86,7 +86,8 @@ struct CryptoChunk {
 struct Decoded {
   // kOk: at least one Initial was opened and its frames walked; the CRYPTO
   // frames of every opened Initial are in chunk[]. Otherwise why none could
-  // be (the first Initial's failure) and chunk[] is empty.
+  // be (the first Initial's failure) and chunk[] is empty. kOk with no chunk
+  // is normal: a client's Initial that only acknowledges (ACK, PING, PADDING).
   Status status = Status::kNotLongHeader;
   // Why the walk over coalesced packets ended: kOk when it reached the end of
   // the datagram (or zero padding after the last packet), else the first
