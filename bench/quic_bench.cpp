@@ -13,10 +13,13 @@
 // `v1_same_dcid`: one DCID, keys cached (a flow's second Initial);
 // `derive_keys`: the key derivation alone.
 //
-// Sample output (release build, 2-vCPU VM shared with other builds; the
-// numbers of record are in docs/PERFORMANCE.md):
-//   case             median ns   min ns   max ns
-//   v1_new_flows        2630.1   2544.9   2897.1
+// Sample output (release build, 2-vCPU VM shared with other builds and
+// fuzzers, load average 12; docs/PERFORMANCE.md keeps the numbers of record):
+//   case              median ns   min ns   max ns   (1200-byte datagrams, 21 runs of 100000)
+//   v1_new_flows         5490.1   4746.2   6542.4
+//   v2_new_flows         5032.0   4001.5   6603.1
+//   v1_same_dcid         1919.3   1626.1   2193.4
+//   derive_keys          2228.2   1990.2   2537.6
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
