@@ -14,6 +14,7 @@
 //   datagrams decoded in a shuffled order and fed to a Pool.
 //
 // Checked (abort on violation): chunks lie inside the scratch's used bytes;
+// peek_initial() agrees with decode() on the first header;
 // mode 1: the packet opens (a sealed packet never fails its tag), the
 // plaintext is exactly the payload sealed (plus PADDING), the decoder's walk
 // agrees with walk_frames() on that plaintext, and every chunk is the bytes
@@ -83,6 +84,11 @@ void raw(State& s, const uint8_t* p, std::size_t n) {
   s.dec->decode(copy.get(), n, s.scratch.data(), n, s.out);
   check(std::memcmp(copy.get(), p, n) == 0);
   check_chunks(s);
+  // peek_initial() reads the first header as decode() does.
+  uint32_t version = 0;
+  const Status peek = cg::quic::peek_initial(copy.get(), n, &version);
+  if (peek != Status::kOk) check(s.out.status == peek);
+  if (s.out.status == Status::kOk) check(peek == Status::kOk && version == s.out.version);
   if (s.out.status == Status::kOk) assemble(s);
 }
 

@@ -338,6 +338,25 @@ TEST_F(QuicDecoder, TheKeyCacheNeverMixesConnections) {
   }
 }
 
+TEST_F(QuicDecoder, PeekRecognisesInitialsWithoutDecrypting) {
+  const Bytes data = some_crypto(100);
+  uint32_t v = 0;
+  for (uint32_t version : {kV1, kV2}) {
+    Bytes d = datagram({packet(version, {1, 2, 3, 4}, crypto_frame(0, data.data(), data.size()))});
+    EXPECT_EQ(cg::quic::peek_initial(d.data(), d.size(), &v), Status::kOk);
+    EXPECT_EQ(v, version);
+    d[d.size() - 1] ^= 1;  // no tag check: still an Initial to peek
+    EXPECT_EQ(cg::quic::peek_initial(d.data(), d.size(), &v), Status::kOk);
+    EXPECT_EQ(cg::quic::peek_initial(d.data(), d.size() - 1, &v), Status::kTruncated);
+  }
+  const Bytes hs = other_long_packet(kV1, 2, {1, 2}, 100);
+  EXPECT_EQ(cg::quic::peek_initial(hs.data(), hs.size(), &v), Status::kNotInitial);
+  const Bytes vn = {0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  EXPECT_EQ(cg::quic::peek_initial(vn.data(), vn.size(), &v), Status::kUnsupportedVersion);
+  const Bytes dns = {0x12, 0x34, 0x01, 0x00};
+  EXPECT_EQ(cg::quic::peek_initial(dns.data(), dns.size(), &v), Status::kNotLongHeader);
+}
+
 TEST_F(QuicDecoder, ResultsOfAnEarlierDatagramDoNotLeakIntoTheNext) {
   const Bytes data = some_crypto(100);
   cg::quic::Decoded out;

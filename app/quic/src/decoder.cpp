@@ -167,6 +167,16 @@ Status parse_long_header(const uint8_t* p, std::size_t n, uint32_t* version, uns
 
 }  // namespace
 
+Status peek_initial(const uint8_t* p, std::size_t n, uint32_t* version) noexcept {
+  uint32_t v = 0;
+  unsigned type = 0;
+  std::size_t dcid_off = 0, dcid_len = 0, pn_off = 0, end = 0;
+  if (n > kMaxDatagram) return Status::kMalformed;
+  const Status st = parse_long_header(p, n, &v, &type, &dcid_off, &dcid_len, &pn_off, &end);
+  if (st == Status::kOk) *version = v;
+  return st;
+}
+
 void Decoder::Deleter::operator()(Decoder* d) const noexcept { delete d; }
 
 Decoder::~Decoder() {

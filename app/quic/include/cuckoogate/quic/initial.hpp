@@ -159,6 +159,14 @@ class Decoder {
   InitialKeys keys_ = {};
 };
 
+// Whether a UDP payload starts with a client Initial of v1 or v2 whose header
+// is sound (connection IDs, token and Length inside the datagram), without
+// any cryptography: what a `quic = "block"` policy, or a decision to spend a
+// decode, needs. kOk with *version set, or decode()'s status for the header
+// (kNotLongHeader, kUnsupportedVersion, kNotInitial, kTruncated, kMalformed).
+// Pure; reads only [p, p + n).
+Status peek_initial(const uint8_t* p, std::size_t n, uint32_t* version) noexcept;
+
 // Walks the frames of one decrypted Initial payload (RFC 9000 §12.4: PADDING,
 // PING, ACK with or without ECN counts, CRYPTO, CONNECTION_CLOSE 0x1c, which
 // ends the packet), appending CRYPTO frames to out.chunk. kBadFrame for any
