@@ -337,7 +337,7 @@ inline Bytes client_hello(std::string_view sni, std::size_t target_len = 0, std:
 // The CRYPTO stream `data` cut into `packets` payloads of CRYPTO frames: the
 // stream is split at random points into at least `packets` pieces (at most
 // max_pieces), and the frames of each packet shuffled (Chrome sends them out
-// of order); with `ping`, a PING frame is mixed into each. Packet i carries
+// of order); with `ping`, a PING frame and a PADDING run are mixed into each. Packet i carries
 // the i-th contiguous stretch of pieces, as browsers send it; with
 // `scatter`, pieces beyond the first `packets` go to random packets, so a
 // packet's frames have holes between them. result[i] is packet i's payload.
@@ -364,7 +364,10 @@ inline std::vector<Bytes> split_crypto(const Bytes& data, unsigned packets, std:
   }
   std::vector<Bytes> out(packets);
   for (unsigned p = 0; p < packets; ++p) {
-    if (ping) frames[p].push_back(ping_frame());
+    if (ping) {  // Chrome's chaos protection: PINGs and PADDING runs between the frames
+      frames[p].push_back(ping_frame());
+      frames[p].push_back(padding_frames(1 + rng() % 24));
+    }
     std::shuffle(frames[p].begin(), frames[p].end(), rng);
     for (const Bytes& f : frames[p]) out[p].insert(out[p].end(), f.begin(), f.end());
   }

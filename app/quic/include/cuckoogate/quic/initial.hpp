@@ -75,7 +75,8 @@ enum class Status : uint8_t {
 const char* status_name(Status s) noexcept;
 
 // One CRYPTO frame: `len` bytes of the Initial CRYPTO stream at `offset`.
-// `data` points into the caller's scratch.
+// `data` points into the caller's scratch: valid until it is written again
+// (the next decode() into it); feed_crypto() copies the bytes into the pool.
 struct CryptoChunk {
   uint64_t offset;
   const uint8_t* data;
