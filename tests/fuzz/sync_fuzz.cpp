@@ -4,7 +4,8 @@
 // value, ... Beyond "no crash, no UB", it checks: a decoded entry has the
 // changes its op allows; re-encoding it decodes to the same canonical entry
 // (so every gateway that reads it applies the same thing); a decoded snapshot
-// re-encodes to the same rules; an accepted URL names TCP or a Unix socket.
+// re-encodes to the same rules; so does an offline-queue group (the snapshot
+// text is read as one too); an accepted URL names TCP or a Unix socket.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -78,6 +79,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       std::string at2;
       if (!cg::sync::decode_snapshot(cg::sync::encode_snapshot(rules, at), &back, &at2, &err) || at2 != at ||
           back.size() != rules.size())
+        std::abort();
+    } else if (err.empty()) {
+      std::abort();
+    }
+    // The same text as an offline-queue group (read back from the journal):
+    // decoded groups hold only add/del/flush and re-encode to the same text.
+    std::vector<cg::sync::Entry> group;
+    if (cg::sync::decode_outbox_group(parts[1], &group, &err)) {
+      for (const auto& e : group)
+        if (e.op != EntryOp::kAdd && e.op != EntryOp::kDel && e.op != EntryOp::kFlush) std::abort();
+      std::vector<cg::sync::Entry> back;
+      const std::string text = cg::sync::encode_outbox_group(group);
+      if (!cg::sync::decode_outbox_group(text, &back, &err) || cg::sync::encode_outbox_group(back) != text)
         std::abort();
     } else if (err.empty()) {
       std::abort();

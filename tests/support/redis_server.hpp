@@ -23,8 +23,12 @@ namespace cg::test {
 
 class RedisServer {
  public:
-  // dir: an existing private directory (socket, AOF, log).
-  explicit RedisServer(std::string dir) : dir_(std::move(dir)) { start(); }
+  // dir: an existing private directory (socket, AOF, log). extra: more
+  // redis-server options (e.g. {"--requirepass", "pw"}).
+  explicit RedisServer(std::string dir, std::vector<std::string> extra = {})
+      : dir_(std::move(dir)), extra_(std::move(extra)) {
+    start();
+  }
   ~RedisServer() { stop(SIGKILL); }
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -38,6 +42,7 @@ class RedisServer {
                                      "--unixsocketperm", "700", "--dir", dir_, "--appendonly", "yes",
                                      "--appendfsync", "always", "--save", "", "--logfile",
                                      dir_ + "/redis.log", "--daemonize", "no"};
+    argv.insert(argv.end(), extra_.begin(), extra_.end());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -86,6 +91,7 @@ class RedisServer {
     return ok;
   }
   std::string dir_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 

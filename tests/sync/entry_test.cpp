@@ -115,5 +115,47 @@ TEST(Snapshot, RoundTripsAndRefusesDamage) {
   EXPECT_FALSE(decode_snapshot("cuckoogate-snapshot 1 \n", &back, &at, &err));
 }
 
+TEST(Entry, OutboxGroupsRoundTripAndRefuseAnythingElse) {
+  std::vector<Entry> g(4);
+  g[0].op = EntryOp::kAdd;
+  g[0].changes.push_back({false, rule("host Q.example"), 1700000000000});
+  g[1].op = EntryOp::kDel;
+  g[1].changes.push_back({true, rule("ip 192.0.2.1"), 0});
+  g[2].op = EntryOp::kFlush;
+  g[3].op = EntryOp::kFlush;
+  g[3].kind = RuleKind::kHost;
+  const std::string text = encode_outbox_group(g);
+  EXPECT_EQ(text, "cuckoogate-outbox 1\nadd 1700000000000 host q.example\ndel ip 192.0.2.1\nflush\nflush host\n");
+  std::vector<Entry> back;
+  std::string err;
+  ASSERT_TRUE(decode_outbox_group(text, &back, &err)) << err;
+  ASSERT_EQ(back.size(), 4u);
+  EXPECT_EQ(back[0].op, EntryOp::kAdd);
+  EXPECT_EQ(back[0].changes[0].expiry_unix_ms, 1700000000000);
+  EXPECT_EQ(back[1].op, EntryOp::kDel);
+  EXPECT_EQ(back[2].op, EntryOp::kFlush);
+  EXPECT_FALSE(back[2].kind);
+  EXPECT_EQ(back[3].kind, RuleKind::kHost);
+  for (const char* bad : {"", "cuckoogate-outbox 1\n", "cuckoogate-outbox 2\nflush\n",
+                          "cuckoogate-outbox 1\nflush nothing\n", "cuckoogate-outbox 1\nadd host x.example\n",
+                          "cuckoogate-outbox 1\nbatch\n"}) {
+    err.clear();
+    EXPECT_FALSE(decode_outbox_group(bad, &back, &err)) << bad;
+    EXPECT_FALSE(err.empty()) << bad;
+  }
+}
+
+TEST(Entry, TheOutboxTokenRoundTrips) {
+  Entry e;
+  e.op = EntryOp::kFlush;
+  e.origin = "gw";
+  e.outbox = "1700000000000.3.1";
+  const Fields f = encode_entry(e);
+  EXPECT_EQ(f.back(), (std::pair<std::string, std::string>{"outbox", "1700000000000.3.1"}));
+  EntryDecode d = decode_entry(f);
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(d.entry->outbox, "1700000000000.3.1");
+}
+
 }  // namespace
 }  // namespace cg::sync

@@ -279,6 +279,40 @@ TEST_F(StreamSyncTest, WaitReplicasRefusesAnOkNoReplicaAcknowledged) {
   ASSERT_TRUE(serve_until({&s}, [&] { return m.rules.count("host a.example") == 1; }));
 }
 
+// requirepass and an ACL user limited to the stream's keys: the password
+// (default user) and user + password are sent; a missing or wrong one is a
+// clear error and the gateway stays disconnected.
+TEST_F(StreamSyncTest, PasswordAndAclUserAreSentAndAWrongOneIsAClearError) {
+  const std::string adir = dir_ + "/auth";
+  std::filesystem::create_directories(adir);
+  test::RedisServer r(adir, {"--requirepass", "s3cret", "--user", "gw", "on", ">gwpass", "~cuckoogate:*",
+                             "+@all"});
+  auto opts = [&](const std::string& user, const std::string& pw) {
+    SyncOptions o = options("a");
+    o.url = *parse_redis_url(r.url()).url;
+    o.url.user = user;
+    o.url.password = pw;
+    return o;
+  };
+  MapApplier m0;
+  StreamSync none(opts("", ""), m0, {});
+  none.tick();
+  EXPECT_FALSE(none.connected());
+  EXPECT_NE(none.stats().last_error.find("NOAUTH"), std::string::npos) << none.stats().last_error;
+  StreamSync wrong(opts("gw", "nope"), m0, {});
+  wrong.tick();
+  EXPECT_FALSE(wrong.connected());
+  EXPECT_NE(wrong.stats().last_error.find("AUTH refused"), std::string::npos) << wrong.stats().last_error;
+  EXPECT_NE(wrong.stats().last_error.find("WRONGPASS"), std::string::npos) << wrong.stats().last_error;
+  MapApplier ma, mb;
+  StreamSync a(opts("", "s3cret"), ma, {}), b(opts("gw", "gwpass"), mb, {});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return a.connected() && b.connected(); }))
+      << a.stats().last_error << " / " << b.stats().last_error;
+  const std::vector<StreamId> ids = publish_ok(b, {add("host acl.example")});
+  ASSERT_TRUE(serve_until({&a, &b}, [&] { return ma.last == ids[0]; }));
+  EXPECT_EQ(ma.rules, mb.rules);
+}
+
 TEST_F(StreamSyncTest, LagCountsEntriesNotYetApplied) {
   MapApplier ma, mb;
   SyncOptions ob = options("b");

@@ -111,32 +111,39 @@ Fields encode_entry(const Entry& e) {
     }
   }
   if (!e.origin.empty()) f.emplace_back("origin", e.origin);
+  if (!e.outbox.empty()) f.emplace_back("outbox", e.outbox);
   return f;
 }
 
 EntryDecode decode_entry(const Fields& fields) {
+  FieldViews views;
+  views.reserve(fields.size());
+  for (const auto& [k, v] : fields) views.emplace_back(k, v);
+  return decode_entry_views(views);
+}
+
+EntryDecode decode_entry_views(const FieldViews& fields) {
   const std::string_view* op = nullptr;
   const std::string_view* rule = nullptr;
   const std::string_view* ttl = nullptr;
   const std::string_view* kind = nullptr;
   const std::string_view* changes = nullptr;
   const std::string_view* origin = nullptr;
-  std::vector<std::string_view> views;
-  views.reserve(fields.size());
-  for (const auto& [k, v] : fields) views.emplace_back(v);
+  const std::string_view* outbox = nullptr;
   auto fail = [](std::string why) { return EntryDecode{std::nullopt, std::move(why)}; };
   for (std::size_t i = 0; i < fields.size(); ++i) {
-    const std::string& k = fields[i].first;
+    const std::string_view k = fields[i].first;
     const std::string_view** slot = k == "op"        ? &op
                                     : k == "rule"    ? &rule
                                     : k == "ttl"     ? &ttl
                                     : k == "kind"    ? &kind
                                     : k == "changes" ? &changes
                                     : k == "origin"  ? &origin
+                                    : k == "outbox"  ? &outbox
                                                      : nullptr;
     if (slot == nullptr) continue;  // a field of a newer writer
-    if (*slot != nullptr) return fail("field '" + k + "' given twice");
-    *slot = &views[i];
+    if (*slot != nullptr) return fail("field '" + std::string(k) + "' given twice");
+    *slot = &fields[i].second;
   }
   if (op == nullptr) return fail("no 'op' field");
   Entry e;
@@ -146,6 +153,7 @@ EntryDecode decode_entry(const Fields& fields) {
   if (which == std::size(kOps)) return fail("unknown op '" + std::string(op->substr(0, 32)) + "'");
   e.op = static_cast<EntryOp>(which);
   if (origin != nullptr) e.origin.assign(origin->substr(0, 128));
+  if (outbox != nullptr) e.outbox.assign(outbox->substr(0, 128));
   const bool single = e.op == EntryOp::kAdd || e.op == EntryOp::kDel;
   const bool multi = e.op == EntryOp::kBatch || e.op == EntryOp::kLoad;
   if ((rule != nullptr) != single) return fail(single ? "no 'rule' field" : "'rule' field on a " + std::string(*op));
@@ -196,6 +204,65 @@ bool decode_snapshot(std::string_view text, std::vector<EntryChange>* rules, std
   at->assign(text.substr(0, nl));
   if (!decode_lines(text.substr(nl + 1), /*adds_only=*/true, 2, rules, err)) {
     *err = "snapshot " + *err;
+    return false;
+  }
+  return true;
+}
+
+constexpr std::string_view kOutboxMagic = "cuckoogate-outbox 1\n";
+
+std::string encode_outbox_group(const std::vector<Entry>& entries) {
+  std::string out(kOutboxMagic);
+  for (const Entry& e : entries) {
+    if (e.op == EntryOp::kFlush) {
+      out += "flush";
+      if (e.kind) {
+        out += ' ';
+        out += kind_name(*e.kind);
+      }
+      out += '\n';
+    } else {
+      encode_line(e.changes.at(0), &out);  // add / del: one change
+    }
+  }
+  return out;
+}
+
+bool decode_outbox_group(std::string_view text, std::vector<Entry>* entries, std::string* err) {
+  entries->clear();
+  if (text.substr(0, kOutboxMagic.size()) != kOutboxMagic) {
+    *err = "not a cuckoogate outbox group (version 1)";
+    return false;
+  }
+  text.remove_prefix(kOutboxMagic.size());
+  for (std::size_t line_no = 2; !text.empty(); ++line_no) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    Entry e;
+    if (line == "flush" || line.substr(0, 6) == "flush ") {
+      e.op = EntryOp::kFlush;
+      if (line.size() > 5) {
+        e.kind = kind_from_name(line.substr(6));
+        if (!e.kind) {
+          *err = "outbox line " + std::to_string(line_no) + ": flush of an unknown kind";
+          return false;
+        }
+      }
+    } else {
+      EntryChange c;
+      std::string why;
+      if (!decode_line(line, /*adds_only=*/false, &c, &why)) {
+        *err = "outbox line " + std::to_string(line_no) + ": " + why;
+        return false;
+      }
+      e.op = c.del ? EntryOp::kDel : EntryOp::kAdd;
+      e.changes.push_back(std::move(c));
+    }
+    entries->push_back(std::move(e));
+  }
+  if (entries->empty()) {
+    *err = "outbox group holds no entry";
     return false;
   }
   return true;

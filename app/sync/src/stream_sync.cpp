@@ -2,19 +2,28 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace cg::sync {
 namespace {
 
 // Fields of one stream entry ([id, [f1, v1, f2, v2, ...]]); false if the
 // entry is not shaped like one (then it is skipped as garbage).
-bool entry_fields(const redisReply* e, Fields* f) {
+bool entry_fields(const redisReply* e, FieldViews* f) {
   const redisReply* kv = reply_at(e, 1);
   f->clear();
   if (kv == nullptr || reply_size(kv) % 2 != 0) return false;
   for (std::size_t i = 0; i + 1 < reply_size(kv); i += 2)
-    f->emplace_back(std::string(reply_str(reply_at(kv, i))), std::string(reply_str(reply_at(kv, i + 1))));
+    f->emplace_back(reply_str(reply_at(kv, i)), reply_str(reply_at(kv, i + 1)));
   return true;
+}
+
+// The ID of the last entry of an XREAD reply (nullopt: none, or not an ID).
+std::optional<StreamId> last_id(const redisReply* r) {
+  const redisReply* entries = reply_at(reply_at(r, 0), 1);
+  const std::size_t n = reply_size(entries);
+  if (n == 0) return std::nullopt;
+  return StreamId::parse(reply_str(reply_at(reply_at(entries, n - 1), 0)));
 }
 
 // A field of a flat XINFO-style [name, value, ...] reply.
@@ -49,7 +58,8 @@ bool StreamSync::connect(std::string* err) {
   pub_ = RedisConn::connect(o_.url, o_.io_timeout, err);
   if (pub_) follow_ = RedisConn::connect(o_.url, o_.io_timeout, err);
   if (!pub_ || !follow_) return false;
-  if (!rebuild_if_trimmed(err) || !catch_up(nullptr, err) || !send_follow(err)) return false;
+  if (!rebuild_if_trimmed(err) || !catch_up(nullptr, err) || !append_outbox(err) || !send_follow(err))
+    return false;
   stats_.connected = true;
   backoff_ = o_.backoff_min;
   next_lag_ = Clock::now();
@@ -123,7 +133,7 @@ bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* e
   batch.reserve(count);
   std::vector<bool> ok;
   ok.reserve(count);
-  Fields f;
+  FieldViews f;
   for (std::size_t i = 0; i < count; ++i) {
     const redisReply* e = reply_at(entries, i);
     const std::optional<StreamId> id = StreamId::parse(reply_str(reply_at(e, 0)));
@@ -133,7 +143,7 @@ bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* e
     }
     if (*id <= stats_.last_applied) continue;  // applied already (read by the other connection)
     EntryDecode d;
-    if (entry_fields(e, &f)) d = decode_entry(f);
+    if (entry_fields(e, &f)) d = decode_entry_views(f);
     if (!d.entry && d.error.empty()) d.error = "entry is not [id, fields]";
     batch.push_back({*id, nullptr});
     ok.push_back(d.entry.has_value());
@@ -157,24 +167,41 @@ bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* e
   return true;
 }
 
+// Reads pages of catch_up_count entries. The next page's XREAD is sent as
+// soon as a page has arrived (its last ID is the next start), so Redis
+// serialises page k+1 while this thread decodes and applies page k; each
+// page is applied with one Applier call (one journal sync in the gateway).
 bool StreamSync::catch_up(const StreamId* target, std::string* err) {
   const std::string count = std::to_string(o_.catch_up_count);
-  while (target == nullptr || stats_.last_applied < *target) {
-    ReplyPtr r = pub_->command({"XREAD", "COUNT", count, "STREAMS", o_.stream, stats_.last_applied.str()}, err);
+  auto xread = [&](const StreamId& from) {
+    const std::string start = from.str();
+    return pub_->send({"XREAD", "COUNT", count, "STREAMS", o_.stream, start}, err);
+  };
+  if (target != nullptr && *target <= stats_.last_applied) return true;
+  if (!xread(stats_.last_applied)) return false;
+  for (;;) {
+    ReplyPtr r = pub_->reply(err);
     if (!r) return false;
     if (reply_is_error(r.get())) {
       *err = "XREAD: " + std::string(reply_str(r.get()));
       return false;
     }
-    std::size_t n = 0;
-    if (!apply_reply(r.get(), &n, err)) return false;
-    if (n == 0) {
-      if (target == nullptr) return true;
-      *err = "XREAD: the stream ends before " + target->str() + " (trimmed or deleted meanwhile?)";
+    const std::optional<StreamId> last = last_id(r.get());
+    const std::size_t n = reply_size(reply_at(reply_at(r.get(), 0), 1));
+    // More to read: a full page that does not reach the target yet.
+    const bool more = last && n >= o_.catch_up_count && (target == nullptr || *last < *target);
+    if (more && !xread(*last)) return false;
+    std::size_t applied = 0;
+    if (!apply_reply(r.get(), &applied, err)) {
+      std::string ignored;  // the pipelined page: read and dropped, the connection stays in step
+      if (more) pub_->reply(&ignored);
       return false;
     }
+    if (more) continue;
+    if (target == nullptr || stats_.last_applied >= *target) return true;
+    *err = "XREAD: the stream ends before " + target->str() + " (trimmed or deleted meanwhile?)";
+    return false;
   }
-  return true;
 }
 
 bool StreamSync::rebuild_if_trimmed(std::string* err) {
@@ -241,6 +268,35 @@ bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* 
     ++stats_.publish_failures;
     return false;
   }
+  bool ok = append(entries, ids, err);
+  if (ok && !ids->empty()) ok = catch_up(&ids->back(), err);
+  if (!ok) {
+    ++stats_.publish_failures;
+    if (pub_ && pub_->broken()) disconnect(*err);
+    return false;
+  }
+  stats_.published += entries.size();
+  return true;
+}
+
+// What the Applier kept while Redis was down (and its start-up files): after
+// catching up, so its entries come after everything already in the stream,
+// and before the follower starts, so before any new write. The Applier drops
+// them from its outbox as they are applied (it knows them by their token).
+bool StreamSync::append_outbox(std::string* err) {
+  std::vector<Entry> out;
+  a_.outbox(&out);
+  if (out.empty()) return true;
+  std::vector<StreamId> ids;
+  if (!append(out, &ids, err) || !catch_up(&ids.back(), err)) return false;
+  stats_.published += out.size();
+  stats_.outbox_appended += out.size();
+  return true;
+}
+
+// XADDs pipelined (and WAIT); the IDs in order. Does not apply them.
+bool StreamSync::append(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err) {
+  ids->clear();
   for (const Entry& e : entries) {
     Fields f = encode_entry(e);
     if (!o_.gateway_id.empty() && e.origin.empty()) f.emplace_back("origin", o_.gateway_id);
@@ -258,10 +314,7 @@ bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* 
   bool ok = true;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     ReplyPtr r = pub_->reply(err);
-    if (!r) {
-      ok = false;
-      break;
-    }
+    if (!r) return false;
     const std::optional<StreamId> id = StreamId::parse(reply_str(r.get()));
     if (reply_is_error(r.get()) || !id) {
       *err = "XADD refused: " + std::string(reply_str(r.get()));
@@ -270,22 +323,15 @@ bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* 
     }
     ids->push_back(*id);
   }
-  if (ok && o_.wait_replicas > 0) {
+  if (o_.wait_replicas > 0) {  // its reply is read whatever XADD said: the pipeline stays in step
     ReplyPtr r = pub_->reply(err);
-    if (!r) ok = false;
-    else if (reply_int(r.get()) < o_.wait_replicas) {
+    if (!r) return false;
+    if (ok && reply_int(r.get()) < o_.wait_replicas) {
       *err = "WAIT: " + std::to_string(reply_int(r.get())) + " of " + replicas + " replicas acknowledged in time";
-      ok = false;
+      return false;
     }
   }
-  if (ok && !ids->empty()) ok = catch_up(&ids->back(), err);
-  if (!ok) {
-    ++stats_.publish_failures;
-    if (pub_ && pub_->broken()) disconnect(*err);
-    return false;
-  }
-  stats_.published += entries.size();
-  return true;
+  return ok;
 }
 
 bool StreamSync::write_snapshot(std::string* err) {

@@ -5,6 +5,7 @@
 //   op=flush  [kind=<kind>]                      every rule, or every rule of a kind
 //   op=batch  changes=<lines>    all or nothing, as the control socket's `batch`
 //   op=load   changes=<lines>    adds only, all or nothing, as `load`
+// Every op may carry origin=<gateway id> and outbox=<token> (docs/sync.md).
 // Change lines (batch, load), '\n' separated:
 //   add <expiry Unix ms, 0 = none> <rule text>
 //   del <rule text>
@@ -42,6 +43,10 @@ struct Entry {
   std::vector<EntryChange> changes;  // add, del: exactly one; batch, load: one or more
   std::optional<RuleKind> kind;      // flush: nullopt = every rule
   std::string origin;                // gateway id of the writer ("" from other tools)
+  // Field `outbox`: the writer's token for an entry it queued while Redis was
+  // down (docs/sync.md, offline_writes), so it can tell after a crash whether
+  // the entry reached the stream. "" for every other entry.
+  std::string outbox;
 };
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
@@ -56,11 +61,24 @@ struct EntryDecode {
   std::string error;
 };
 EntryDecode decode_entry(const Fields& fields);
+// The same over views into a reply (no copy of the field texts).
+using FieldViews = std::vector<std::pair<std::string_view, std::string_view>>;
+EntryDecode decode_entry_views(const FieldViews& fields);
 
 // The snapshot of a whole rule set at a stream ID, as a Redis string:
 // "cuckoogate-snapshot 1 <stream id>\n" then one change line per rule
 // ("add <expiry> <rule>"). decode: false and *err on anything else.
 std::string encode_snapshot(const std::vector<EntryChange>& rules, const std::string& at);
 bool decode_snapshot(std::string_view text, std::vector<EntryChange>* rules, std::string* at, std::string* err);
+
+// The offline queue (docs/sync.md, offline_writes = "queue"): a group of
+// entries a gateway accepted while Redis was down, kept in its journal (a
+// mark) until they are in the stream. Only add, del and flush entries (a
+// queued batch or load is queued as its single changes):
+// "cuckoogate-outbox 1\n" then one line per entry: "add <expiry> <rule>",
+// "del <rule>", "flush" or "flush <kind>". decode: false and *err on
+// anything else (an empty group included).
+std::string encode_outbox_group(const std::vector<Entry>& entries);
+bool decode_outbox_group(std::string_view text, std::vector<Entry>* entries, std::string* err);
 
 }  // namespace cg::sync

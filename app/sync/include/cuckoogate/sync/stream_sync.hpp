@@ -50,6 +50,12 @@ class Applier {
   virtual bool replace_all(const std::vector<EntryChange>& rules, StreamId at, std::string* err) = 0;
   // The current rule set (adds, absolute expiry) for a snapshot.
   virtual void dump(std::vector<EntryChange>* rules) const = 0;
+  // Entries to append, in order, each time the connection is made, after
+  // catching up and before any new write: what this gateway accepted while
+  // Redis was down, and its start-up rule files (docs/sync.md). The Applier
+  // recognises them when they come back in the stream (origin and outbox
+  // token) and stops offering them. Default: none.
+  virtual void outbox(std::vector<Entry>* entries) const { (void)entries; }
 };
 
 struct SyncOptions {
@@ -77,6 +83,7 @@ struct SyncStats {
   uint64_t applied = 0;        // entries applied (own and others')
   uint64_t garbage = 0;        // entries that did not decode, skipped
   uint64_t published = 0;      // entries this gateway appended
+  uint64_t outbox_appended = 0; // of them: from the Applier's outbox, on (re)connecting
   uint64_t publish_failures = 0;
   uint64_t reconnects = 0;     // connections lost
   uint64_t snapshots_written = 0;
@@ -124,6 +131,8 @@ class StreamSync {
   bool catch_up(const StreamId* target, std::string* err);  // nullptr: to the end
   bool apply_reply(const redisReply* r, std::size_t* n, std::string* err);
   bool send_follow(std::string* err);
+  bool append(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err);
+  bool append_outbox(std::string* err);
   void refresh_lag();
 
   SyncOptions o_;
