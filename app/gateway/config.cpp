@@ -201,9 +201,24 @@ bool plain_string(const toml::table& t, const char* key, std::size_t max, std::s
 }
 
 bool read_sync(const toml::table& t, const std::string& w, SyncConfig& c, std::string* err) {
+  // TLS keys are known and refused with the reason, not as unknown keys.
+  for (std::string_view k : {"tls", "tls_ca", "tls_cert", "tls_key", "tls_ca_dir", "tls_server_name"}) {
+    if (t.contains(k)) {
+      *err = w + "." + std::string(k) + ": TLS to Redis is not available: Debian 12's hiredis (0.14.1) is built "
+             "without hiredis_ssl; use a Unix socket of a local TLS tunnel (stunnel, spiped), docs/sync.md";
+      return false;
+    }
+  }
   if (!check_keys(t, {"redis", "stream", "gateway_id", "user", "password", "snapshot_interval",
-                      "timeout_ms", "wait_replicas"}, w, err))
+                      "timeout_ms", "wait_replicas", "offline_writes"}, w, err))
     return false;
+  std::string offline = "refuse";
+  if (!plain_string(t, "offline_writes", 16, offline, w, err)) return false;
+  if (offline != "refuse" && offline != "queue") {
+    *err = w + ".offline_writes: expected \"refuse\" or \"queue\", got \"" + offline + "\"";
+    return false;
+  }
+  c.queue_offline = offline == "queue";
   if (!plain_string(t, "redis", 1024, c.redis, w, err) || !plain_string(t, "stream", 256, c.stream, w, err) ||
       !plain_string(t, "gateway_id", 128, c.gateway_id, w, err) || !plain_string(t, "user", 256, c.user, w, err) ||
       !plain_string(t, "password", 1024, c.password, w, err))

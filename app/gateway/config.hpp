@@ -31,6 +31,7 @@ struct SyncConfig {
   unsigned snapshot_interval_s = 60;    // 0: this gateway never writes snapshots
   unsigned timeout_ms = 1000;           // connect and each Redis command
   unsigned wait_replicas = 0;           // > 0: WAIT for replicas before an OK
+  bool queue_offline = false;           // offline_writes = "queue" (default "refuse")
 };
 
 // [[rules]]: a rule file or feed applied at start (docs/rules.md, "Feed formats").

@@ -362,6 +362,7 @@ int replay(const ReplayOptions& o) {
           sc.gateway_id = o.gateway_id;
           sc.snapshot_interval_s = 0;  // a replay follows; it does not write snapshots
           shared = std::make_unique<BlocklistSync>(engine.blocklist(), sync_options(sc));
+          shared->set_startup_rules(rules);  // as run does: --rules are shared once connected
           shared->attach(handler, *server);
           shared->stream().tick();  // connect and catch up before the first packet
         }

@@ -177,6 +177,8 @@ int run_gateway(const RunOptions& o) {
     }
     if (rc == 0 && !cfg.sync.redis.empty()) {
       shared = std::make_unique<BlocklistSync>(engine.blocklist(), sync_options(cfg.sync));
+      shared->set_queue_offline(cfg.sync.queue_offline);
+      shared->set_startup_rules(std::move(rules));  // added here above; shared when connected
       shared->attach(*handler, *server);
       shared->stream().tick();  // connect and catch up before serving (or retry later)
     }

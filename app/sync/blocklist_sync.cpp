@@ -2,6 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
+#include <rte_telemetry.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+
 #include "gateway/log.hpp"
 
 namespace cg {
@@ -17,6 +25,55 @@ sync::Entry entry_of(sync::EntryOp op) {
   sync::Entry e;
   e.op = op;
   return e;
+}
+
+// What /cuckoogate/sync serves. DPDK's telemetry thread reads it while the
+// control thread owns the BlocklistSync, so the control thread copies the
+// state here (under the mutex) once per poll round. Never freed: a telemetry
+// callback may run at any time until exit, even after the sync is gone.
+struct TelemetryCopy {
+  std::mutex mu;
+  bool live = false;
+  sync::SyncStats stats;
+  std::string redis, stream, gateway_id;
+  bool queue_offline = false;
+  uint64_t queued = 0, refused = 0;
+};
+TelemetryCopy& telemetry_copy() {
+  static TelemetryCopy* t = new TelemetryCopy;
+  return *t;
+}
+
+int telemetry_sync(const char*, const char*, rte_tel_data* d) {
+  TelemetryCopy& t = telemetry_copy();
+  std::lock_guard lock(t.mu);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "enabled", t.live ? 1 : 0);
+  if (!t.live) return 0;
+  const sync::SyncStats& s = t.stats;
+  rte_tel_data_add_dict_string(d, "redis", t.redis.c_str());
+  rte_tel_data_add_dict_string(d, "stream", t.stream.c_str());
+  rte_tel_data_add_dict_string(d, "gateway_id", t.gateway_id.c_str());
+  rte_tel_data_add_dict_u64(d, "connected", s.connected ? 1 : 0);
+  rte_tel_data_add_dict_string(d, "last_applied_id", s.last_applied.str().c_str());
+  rte_tel_data_add_dict_string(d, "last_seen_id", s.last_seen.str().c_str());
+  rte_tel_data_add_dict_u64(d, "lag_entries", s.lag_entries);
+  rte_tel_data_add_dict_u64(d, "lag_ms", static_cast<uint64_t>(std::max<int64_t>(0, s.lag_ms)));
+  rte_tel_data_add_dict_u64(d, "applied", s.applied);
+  rte_tel_data_add_dict_u64(d, "published", s.published);
+  rte_tel_data_add_dict_u64(d, "garbage", s.garbage);
+  rte_tel_data_add_dict_u64(d, "refused_full", t.refused);
+  rte_tel_data_add_dict_u64(d, "publish_failures", s.publish_failures);
+  rte_tel_data_add_dict_u64(d, "reconnects", s.reconnects);
+  rte_tel_data_add_dict_u64(d, "snapshots_written", s.snapshots_written);
+  rte_tel_data_add_dict_u64(d, "snapshot_rebuilds", s.snapshot_rebuilds);
+  rte_tel_data_add_dict_u64(d, "gaps", s.gaps);
+  rte_tel_data_add_dict_string(d, "offline_writes", t.queue_offline ? "queue" : "refuse");
+  rte_tel_data_add_dict_u64(d, "queued", t.queued);
+  rte_tel_data_add_dict_u64(d, "outbox_appended", s.outbox_appended);
+  // Telemetry strings are bounded (RTE_TEL_MAX_STRING_LEN); the full text is in `info`.
+  rte_tel_data_add_dict_string(d, "last_error", s.last_error.substr(0, 120).c_str());
+  return 0;
 }
 
 }  // namespace
@@ -48,7 +105,33 @@ CommandHandler::TextProvider with_sync_lines(CommandHandler::TextProvider f,
 
 void BlocklistSync::attach(CommandHandler& h, ControlServer& server) {
   h.set_replicator(this);
-  server.set_poll_hook({[this] { return sync_->fd(); }, [this] { sync_->on_readable(); }});
+  // fd() is asked once per poll round: the telemetry copy is refreshed there.
+  server.set_poll_hook({[this] {
+                          publish_telemetry();
+                          return sync_->fd();
+                        },
+                        [this] { sync_->on_readable(); }});
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    rte_telemetry_register_cmd("/cuckoogate/sync", telemetry_sync,
+                               "Redis sync state (docs/sync.md): connection, position, lag, counters. No parameters.");
+  });
+  publish_telemetry();
+}
+
+void BlocklistSync::publish_telemetry() const {
+  TelemetryCopy& t = telemetry_copy();
+  std::lock_guard lock(t.mu);
+  t.live = true;
+  t.stats = sync_->stats();
+  if (t.redis.empty()) {
+    t.redis = sync::describe(sync_->options().url);
+    t.stream = sync_->options().stream;
+    t.gateway_id = sync_->options().gateway_id;
+  }
+  t.queue_offline = queue_offline_;
+  t.queued = queued();
+  t.refused = refused_;
 }
 
 BlocklistSync::BlocklistSync(Blocklist& b, sync::SyncOptions o) : b_(b) {
@@ -57,9 +140,183 @@ BlocklistSync::BlocklistSync(Blocklist& b, sync::SyncOptions o) : b_(b) {
     if (const auto id = sync::StreamId::parse(*m)) start = *id;
   }
   sync_ = std::make_unique<sync::StreamSync>(std::move(o), *this, start);
+  load_outbox();
 }
 
-BlocklistSync::~BlocklistSync() = default;
+// The outbox a previous run left in the journal (docs/sync.md, offline
+// writes): its groups go to the stream first thing when Redis answers.
+void BlocklistSync::load_outbox() {
+  const auto idx = b_.mark(kOutboxMark);
+  unsigned long long epoch = 0, first = 0, line = 0, next = 0;
+  if (!idx || idx->empty() ||
+      std::sscanf(idx->c_str(), "%llu %llu %llu %llu", &epoch, &first, &line, &next) != 4 || first > next ||
+      next - first > kMaxOutboxGroups) {
+    if (idx && !idx->empty())
+      CG_LOG(ERR, control, "sync: the outbox index '%s' in the journal does not parse: queued writes lost",
+             idx->c_str());
+    epoch_ = static_cast<uint64_t>(b_.now_ms());  // a new state: its own tokens
+    return;
+  }
+  epoch_ = epoch;
+  next_group_ = next;
+  first_line_ = line;
+  for (uint64_t g = first; g < next; ++g) {
+    const auto v = b_.mark(std::string(kOutboxMark) + "." + std::to_string(g % kMaxOutboxGroups));
+    OutboxGroup grp;
+    grp.id = g;
+    std::string why;
+    if (!v || !sync::decode_outbox_group(*v, &grp.entries, &why)) {
+      CG_LOG(ERR, control, "sync: outbox group %llu in the journal is unreadable (%s): its writes are lost",
+             static_cast<unsigned long long>(g), v ? why.c_str() : "missing");
+      continue;
+    }
+    grp.bytes = v->size();
+    outbox_bytes_ += grp.bytes;
+    outbox_.push_back(std::move(grp));
+  }
+  if (!outbox_.empty() && outbox_.front().id != first) first_line_ = 0;
+  if (!outbox_.empty())
+    CG_LOG(NOTICE, control, "sync: %zu writes queued while Redis was down wait in the journal", queued());
+}
+
+std::size_t BlocklistSync::queued() const noexcept {
+  std::size_t n = 0;
+  for (const OutboxGroup& g : outbox_) n += g.entries.size();
+  return outbox_.empty() ? 0 : n - first_line_;
+}
+
+std::string BlocklistSync::outbox_token(uint64_t group, std::size_t line) const {
+  return std::to_string(epoch_) + "." + std::to_string(group) + "." + std::to_string(line);
+}
+
+bool BlocklistSync::write_outbox_index(std::string* err) {
+  const uint64_t first = outbox_.empty() ? next_group_ : outbox_.front().id;
+  const std::string v = std::to_string(epoch_) + " " + std::to_string(first) + " " +
+                        std::to_string(outbox_.empty() ? 0 : first_line_) + " " + std::to_string(next_group_);
+  if (b_.set_mark({kOutboxMark, v}) == Blocklist::Result::kOk) return true;
+  *err = "the outbox could not be journalled: " + b_.last_error();
+  return false;
+}
+
+// Durable before the change is applied here: the group's mark, then the
+// index that makes it part of the outbox. A crash between the two loses a
+// write nobody was answered for; a crash after them keeps it queued.
+bool BlocklistSync::enqueue(std::vector<sync::Entry> entries, std::string* err) {
+  OutboxGroup g;
+  g.id = next_group_;
+  g.entries = std::move(entries);
+  const std::string text = sync::encode_outbox_group(g.entries);
+  g.bytes = text.size();
+  if (g.bytes > kMaxOutboxGroupBytes) {
+    *err = "redis unavailable, and this write is too large to queue (" + std::to_string(g.bytes) +
+           " bytes; the limit is " + std::to_string(kMaxOutboxGroupBytes) + ")";
+    return false;
+  }
+  if (outbox_.size() >= kMaxOutboxGroups || outbox_bytes_ + g.bytes > kMaxOutboxBytes) {
+    *err = "redis unavailable, and the offline queue is full (" + std::to_string(outbox_.size()) + " writes, " +
+           std::to_string(outbox_bytes_) + " bytes)";
+    return false;
+  }
+  const std::string name = std::string(kOutboxMark) + "." + std::to_string(g.id % kMaxOutboxGroups);
+  if (b_.set_mark({name, text}) != Blocklist::Result::kOk) {
+    *err = "the outbox could not be journalled: " + b_.last_error();
+    return false;
+  }
+  const bool was_empty = outbox_.empty();
+  outbox_.push_back(std::move(g));
+  ++next_group_;
+  if (was_empty) first_line_ = 0;
+  if (!write_outbox_index(err)) {
+    unqueue_last();
+    return false;
+  }
+  outbox_bytes_ += outbox_.back().bytes;
+  return true;
+}
+
+// The write failed here as a whole (a batch with an absent rule, a full
+// load): it must not reach the stream either.
+void BlocklistSync::unqueue_last() {
+  if (outbox_.empty()) return;
+  outbox_bytes_ -= std::min(outbox_bytes_, outbox_.back().bytes);
+  outbox_.pop_back();
+  --next_group_;
+  std::string err;
+  if (!write_outbox_index(&err)) CG_LOG(ERR, control, "sync: %s", err.c_str());
+}
+
+void BlocklistSync::set_startup_rules(std::vector<Rule> rules) {
+  startup_ = std::move(rules);
+  // This run's token: an older run's start-up load in the stream is not this one.
+  startup_token_ = startup_.empty() ? "" : "start." + std::to_string(b_.now_ms()) + "." + std::to_string(::getpid());
+}
+
+void BlocklistSync::outbox(std::vector<sync::Entry>* entries) const {
+  const std::string& id = sync_->options().gateway_id;
+  for (const OutboxGroup& g : outbox_) {
+    for (std::size_t i = g.id == outbox_.front().id ? first_line_ : 0; i < g.entries.size(); ++i) {
+      entries->push_back(g.entries[i]);
+      entries->back().origin = id;
+      entries->back().outbox = outbox_token(g.id, i);
+    }
+  }
+  if (!startup_token_.empty()) {
+    sync::Entry e = entry_of(sync::EntryOp::kLoad);
+    for (const Rule& r : startup_) e.changes.push_back({false, r, 0});
+    e.origin = id;
+    e.outbox = startup_token_;
+    entries->push_back(std::move(e));
+  }
+}
+
+// Entries of ours coming back from the stream: what the outbox holds up to
+// them is in the stream now. Recorded before they are applied, so a crash in
+// between leaves them in the stream after the last applied ID (read again),
+// never in the outbox as well (appended twice).
+bool BlocklistSync::note_delivered(std::span<const sync::Received> entries, std::string* err) {
+  const std::string& id = sync_->options().gateway_id;
+  const std::string prefix = std::to_string(epoch_) + ".";
+  std::vector<uint64_t> done;  // groups now wholly in the stream
+  bool moved = false;
+  for (const sync::Received& r : entries) {
+    if (r.entry == nullptr || r.entry->outbox.empty() || r.entry->origin != id) continue;
+    const std::string& t = r.entry->outbox;
+    if (t == startup_token_) {
+      startup_token_.clear();
+      startup_.clear();
+      continue;
+    }
+    unsigned long long g = 0, line = 0;
+    if (t.rfind(prefix, 0) != 0 || std::sscanf(t.c_str() + prefix.size(), "%llu.%llu", &g, &line) != 2) continue;
+    while (!outbox_.empty() && (outbox_.front().id < g ||
+                                (outbox_.front().id == g && line + 1 >= outbox_.front().entries.size()))) {
+      done.push_back(outbox_.front().id);
+      outbox_bytes_ -= std::min(outbox_bytes_, outbox_.front().bytes);
+      outbox_.pop_front();
+      first_line_ = 0;
+      moved = true;
+    }
+    if (!outbox_.empty() && outbox_.front().id == g && line + 1 > first_line_) {
+      first_line_ = static_cast<std::size_t>(line + 1);
+      moved = true;
+    }
+  }
+  if (!moved) return true;
+  if (!write_outbox_index(err)) return false;
+  for (const uint64_t g : done) {  // free the journal's copy (best effort: the index no longer names it)
+    if (b_.set_mark({std::string(kOutboxMark) + "." + std::to_string(g % kMaxOutboxGroups), ""}) !=
+        Blocklist::Result::kOk)
+      CG_LOG(WARNING, control, "sync: cannot clear outbox group %" PRIu64 ": %s", g, b_.last_error().c_str());
+  }
+  if (outbox_.empty()) CG_LOG(NOTICE, control, "sync: every write queued while Redis was down is in the stream");
+  return true;
+}
+
+BlocklistSync::~BlocklistSync() {
+  TelemetryCopy& t = telemetry_copy();
+  std::lock_guard lock(t.mu);
+  t.live = false;
+}
 
 bool BlocklistSync::mark(sync::StreamId id, std::string* err) {
   const std::string v = id.str();
@@ -98,6 +355,7 @@ bool BlocklistSync::commit_group(std::vector<Blocklist::Change>& group, std::vec
 }
 
 bool BlocklistSync::apply(std::span<const sync::Received> entries, std::string* err) {
+  if (!note_delivered(entries, err)) return false;
   const int64_t now = b_.now_ms();
   // Runs of add/del entries go to the Blocklist as one group (one journal
   // sync, with the mark of the run's last entry); the other ops alone.
@@ -220,6 +478,23 @@ bool BlocklistSync::changes(const std::vector<Blocklist::Change>& c, bool atomic
     return sync::EntryChange{ch.op == Blocklist::Change::Op::kDel, ch.rule,
                              ch.ttl_ms > 0 ? now + ch.ttl_ms : 0};
   };
+  if (queue_offline_ && !sync_->connected()) {
+    // Redis down: applied here now, appended later as single add/del
+    // entries (docs/sync.md: a queued batch is atomic here, not in the log).
+    std::vector<sync::Entry> q;
+    for (const Blocklist::Change& ch : c) {
+      q.push_back(entry_of(ch.op == Blocklist::Change::Op::kDel ? sync::EntryOp::kDel : sync::EntryOp::kAdd));
+      q.back().changes.push_back(entry_change(ch));
+    }
+    if (!enqueue(std::move(q), err)) return false;
+    *out = b_.apply(c, atomic);
+    const bool failed = std::any_of(out->begin(), out->end(), [](Blocklist::Outcome o) {
+      return o == Blocklist::Outcome::kIoError || o == Blocklist::Outcome::kNotApplied ||
+             o == Blocklist::Outcome::kAbsent || o == Blocklist::Outcome::kFull;
+    });
+    if (io_failed(*out) || (atomic && failed)) unqueue_last();
+    return true;
+  }
   std::vector<sync::Entry> entries;
   if (atomic) {
     entries.push_back(entry_of(sync::EntryOp::kBatch));
@@ -252,6 +527,17 @@ bool BlocklistSync::load(const std::vector<Rule>& rules, Blocklist::BatchResult*
     *out = {};
     return true;
   }
+  if (queue_offline_ && !sync_->connected()) {
+    std::vector<sync::Entry> q;
+    for (const Rule& r : rules) {
+      q.push_back(entry_of(sync::EntryOp::kAdd));
+      q.back().changes.push_back({false, r, 0});
+    }
+    if (!enqueue(std::move(q), err)) return false;
+    *out = b_.add_batch(rules);
+    if (out->result != Blocklist::Result::kOk) unqueue_last();
+    return true;
+  }
   if (!publish(entries, &ids, err)) return false;
   *out = results_[ids[0]].batch;
   return true;
@@ -261,6 +547,12 @@ bool BlocklistSync::flush(std::optional<RuleKind> kind, Blocklist::Result* res, 
                           std::string* err) {
   std::vector<sync::Entry> entries(1, entry_of(sync::EntryOp::kFlush));
   entries[0].kind = kind;
+  if (queue_offline_ && !sync_->connected()) {
+    if (!enqueue(entries, err)) return false;
+    *res = kind ? b_.flush_kind(*kind, n) : b_.flush(n);
+    if (*res != Blocklist::Result::kOk) unqueue_last();
+    return true;
+  }
   std::vector<sync::StreamId> ids;
   if (!publish(entries, &ids, err)) return false;
   *res = results_[ids[0]].flush;
@@ -295,6 +587,9 @@ void BlocklistSync::text(std::string& out) const {
   line("snapshots_written", std::to_string(s.snapshots_written));
   line("snapshot_rebuilds", std::to_string(s.snapshot_rebuilds));
   line("gaps", std::to_string(s.gaps));
+  line("offline_writes", queue_offline_ ? "queue" : "refuse");
+  line("queued", std::to_string(queued()));
+  line("outbox_appended", std::to_string(s.outbox_appended));
   // One line: the error text never holds a newline from us, but Redis' might.
   std::string e = s.last_error.empty() ? "-" : s.last_error;
   for (char& ch : e)

@@ -102,6 +102,10 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[sync]\nredis = \"redis://h\"\ngateway_id = \"a\\tb\"\n", "sync.gateway_id: a control"},
                     Bad{"[sync]\nredis = \"redis://h\"\ntimeout_ms = 5\n", "sync.timeout_ms"},
                     Bad{"[sync]\nredis = \"redis://h\"\nwait_replicas = 17\n", "sync.wait_replicas"},
+                    Bad{"[sync]\nredis = \"redis://h\"\noffline_writes = \"keep\"\n",
+                        "sync.offline_writes: expected \"refuse\" or \"queue\""},
+                    Bad{"[sync]\nredis = \"redis://h\"\ntls_ca = \"/etc/ca.pem\"\n",
+                        "sync.tls_ca: TLS to Redis is not available: Debian 12's hiredis (0.14.1)"},
                     Bad{"sync = 1\n", "'sync' must be a table"}));
 
 // A directory, FIFO, device or oversized file is refused by load_config
@@ -282,10 +286,11 @@ TEST(Config, SyncSectionIsReadWithDefaults) {
   EXPECT_EQ(c.sync.snapshot_interval_s, 60u);
   EXPECT_EQ(c.sync.timeout_ms, 1000u);
   EXPECT_EQ(c.sync.wait_replicas, 0u);
+  EXPECT_FALSE(c.sync.queue_offline);  // offline_writes = "refuse"
   cg::GatewayConfig d;
   ASSERT_TRUE(cg::parse_config("[sync]\nredis = \"redis://10.0.0.5:6380/1\"\nstream = \"bl\"\ngateway_id = \"edge-1\"\n"
                            "user = \"gw\"\npassword = \"pw\"\nsnapshot_interval = 0\ntimeout_ms = 250\n"
-                           "wait_replicas = 1\n",
+                           "wait_replicas = 1\noffline_writes = \"queue\"\n",
                            "t.toml", d, &err))
       << err;
   EXPECT_EQ(d.sync.stream, "bl");
@@ -295,6 +300,7 @@ TEST(Config, SyncSectionIsReadWithDefaults) {
   EXPECT_EQ(d.sync.snapshot_interval_s, 0u);
   EXPECT_EQ(d.sync.timeout_ms, 250u);
   EXPECT_EQ(d.sync.wait_replicas, 1u);
+  EXPECT_TRUE(d.sync.queue_offline);
 }
 
 TEST(Config, ControlIdleTimeoutIsBounded) {

@@ -4,8 +4,13 @@
 // Redis going away stops writes but never filtering; a trimmed stream is
 // rebuilt from the snapshot.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <map>
 #include <string>
@@ -171,7 +176,8 @@ TEST_F(SyncTest, RedisCliAppendsReachBothGatewaysAndGarbageIsCountedAndSkipped) 
     EXPECT_TRUE(g->has("host x.example"));
     const auto s = stats(g->ctl());
     EXPECT_EQ(num(s, "sync.garbage"), 2u);
-    EXPECT_EQ(num(s, "sync.applied"), 4u);
+    // The four redis-cli entries and both gateways' start-up `load` (their --rules file).
+    EXPECT_EQ(num(s, "sync.applied"), 6u);
     EXPECT_EQ(s.at("sync.connected"), "true");
     EXPECT_NE(s.at("sync.last_error").find("skipped"), std::string::npos);
     ASSERT_TRUE(eventually([&] { return num(stats(g->ctl()), "dropped_by_kind.src") > 20; }));
@@ -241,6 +247,122 @@ TEST_F(SyncTest, RedisDownKeepsFilteringRefusesWritesAndConvergesWhenBack) {
   EXPECT_TRUE(a->has("src 192.0.2.99"));  // nothing acknowledged was lost
   EXPECT_EQ(a->list(), b->list());
   EXPECT_GE(num(stats(a->ctl()), "sync.reconnects"), 1u);
+}
+
+// offline_writes = "queue": with Redis down, writes are applied locally and
+// kept in the journal (a SIGKILL keeps them), then appended in order when
+// Redis is back; every gateway converges and each queued write is in the
+// stream exactly once.
+TEST_F(SyncTest, QueuedOfflineWritesSurviveACrashAndReachEveryGatewayOnce) {
+  std::ofstream(dir_ + "/queue.toml") << "[sync]\nredis = \"" << redis_->url()
+                                      << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
+  auto a = Gw::run("qa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  auto b = Gw::run("qb", redis_->url(), dir_ + "/state-b", dir_ + "/queue.toml");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(0)), "OK added");
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(1)), "OK added");
+  ASSERT_TRUE(eventually([&] { return b->has(rule_n(1)); }));
+  redis_->stop();  // SIGKILL
+  for (Gw* g : {a.get(), b.get()})
+    ASSERT_TRUE(eventually([&] { return stats(g->ctl()).at("sync.connected") == "false"; }));
+  // Accepted and applied here at once; in the journal, not yet in Redis.
+  EXPECT_EQ(a->ctl().ask("add " + rule_n(2)), "OK added");
+  EXPECT_EQ(a->ctl().ask("add " + rule_n(3)), "OK added");
+  EXPECT_EQ(a->ctl().ask("del " + rule_n(0)), "OK deleted");
+  EXPECT_EQ(a->ctl().ask("flush host"), "OK flushed 0");
+  EXPECT_TRUE(a->has(rule_n(2)));
+  EXPECT_FALSE(a->has(rule_n(0)));
+  // A batch is all or nothing here (queued as its two changes); one that
+  // fails here is not queued at all.
+  a->ctl().send("batch\nadd " + rule_n(5) + "\nadd " + rule_n(6) + "\n.\n");
+  EXPECT_EQ(a->ctl().line(), "OK 2");
+  EXPECT_EQ(a->ctl().line(), "added");
+  EXPECT_EQ(a->ctl().line(), "added");
+  EXPECT_EQ(a->ctl().line(), ".");
+  a->ctl().send("batch\nadd host never.example\ndel " + rule_n(9) + "\n.\n");
+  const std::string bad = a->ctl().line();
+  EXPECT_EQ(bad.rfind("ERR 404", 0), 0u) << bad;
+  // A conflict: B deletes what A had added before the outage.
+  EXPECT_EQ(b->ctl().ask("del " + rule_n(1)), "OK deleted");
+  EXPECT_EQ(b->ctl().ask("add " + rule_n(4)), "OK added");
+  EXPECT_EQ(num(stats(a->ctl()), "sync.queued"), 6u);
+  EXPECT_EQ(num(stats(b->ctl()), "sync.queued"), 2u);
+  // A crashes with its queue; it comes back with it (Redis still down).
+  a->proc().signal(SIGKILL);
+  a->proc().wait(10s);
+  a.reset();
+  auto a2 = Gw::run("qa2", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  ASSERT_TRUE(a2->up()) << a2->err();
+  EXPECT_TRUE(a2->has(rule_n(2)));
+  EXPECT_TRUE(a2->has(rule_n(3)));
+  EXPECT_FALSE(a2->has(rule_n(0)));
+  EXPECT_TRUE(a2->has(rule_n(6)));
+  EXPECT_EQ(num(stats(a2->ctl()), "sync.queued"), 6u);
+  // Redis back (AOF): both append their queues and converge.
+  redis_->start();
+  for (Gw* g : {a2.get(), b.get()})
+    ASSERT_TRUE(eventually([&] { return stats(g->ctl()).at("sync.connected") == "true" &&
+                                        num(stats(g->ctl()), "sync.queued") == 0; }, 15s)) << g->err();
+  ASSERT_TRUE(eventually([&] { return a2->list() == b->list() && a2->has(rule_n(4)) && b->has(rule_n(3)); }))
+      << a2->err() << b->err();
+  EXPECT_FALSE(b->has(rule_n(0)));
+  EXPECT_FALSE(a2->has(rule_n(1)));  // deleted by B, touched by nobody else
+  EXPECT_FALSE(a2->has("host never.example"));
+  EXPECT_TRUE(b->has(rule_n(6)));
+  // Exactly once: 2 before the outage, 6 queued on A, 2 on B.
+  EXPECT_EQ(redis_->cli({"XLEN", "cuckoogate:rules"}), "10\n");
+  EXPECT_EQ(num(stats(a2->ctl()), "sync.outbox_appended"), 6u);
+}
+
+// Rule files given at start are not local-only with sync on: they are
+// appended as one `load` entry when the gateway connects.
+TEST_F(SyncTest, StartUpRuleFilesAreSharedOnceConnected) {
+  auto a = Gw::replay("ra", redis_->url());  // its rule file: src 198.51.100.200
+  ASSERT_TRUE(a->up()) << a->err();
+  auto b = Gw::run("rb", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return b->has("src 198.51.100.200"); })) << b->err();
+  EXPECT_EQ(a->list(), b->list());
+  const std::string xr = redis_->cli({"XRANGE", "cuckoogate:rules", "-", "+"});
+  EXPECT_NE(xr.find("load"), std::string::npos) << xr;
+  EXPECT_NE(xr.find("src 198.51.100.200"), std::string::npos) << xr;
+}
+
+// One DPDK telemetry command of a `run` gateway (dpdk_telemetry.v2 in its
+// runtime directory): the JSON answer's body.
+nlohmann::json telemetry(pid_t gateway, const std::string& cmd) {
+  const std::string path = "/var/run/dpdk/cuckoogate-" + std::to_string(gateway) + "/dpdk_telemetry.v2";
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+  nlohmann::json body;
+  char buf[16384];
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && ::recv(fd, buf, sizeof(buf), 0) > 0 &&
+      ::send(fd, cmd.data(), cmd.size(), 0) == static_cast<ssize_t>(cmd.size())) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) body = nlohmann::json::parse(std::string(buf, static_cast<std::size_t>(n)))[cmd];
+  }
+  ::close(fd);
+  return body;
+}
+
+TEST_F(SyncTest, SyncStateIsServedAsDpdkTelemetry) {
+  auto a = Gw::run("te", redis_->url(), dir_ + "/state-a");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_EQ(a->ctl().ask("add host tel.example"), "OK added");
+  const auto s = stats(a->ctl());
+  ASSERT_TRUE(eventually([&] { return telemetry(a->proc().pid(), "/cuckoogate/sync")["published"] == 1; }));
+  const nlohmann::json t = telemetry(a->proc().pid(), "/cuckoogate/sync");
+  EXPECT_EQ(t["enabled"], 1);
+  EXPECT_EQ(t["connected"], 1);
+  EXPECT_EQ(t["applied"], 1);
+  EXPECT_EQ(t["last_applied_id"], s.at("sync.last_applied_id"));
+  EXPECT_EQ(t["gateway_id"], "te");
+  EXPECT_EQ(t["offline_writes"], "refuse");
+  redis_->stop();
+  EXPECT_TRUE(eventually([&] { return telemetry(a->proc().pid(), "/cuckoogate/sync")["connected"] == 0; }));
 }
 
 TEST_F(SyncTest, AGatewayBehindATrimmedStreamRebuildsFromTheSnapshot) {
