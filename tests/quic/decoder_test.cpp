@@ -131,6 +131,23 @@ TEST_F(QuicDecoder, ALaterPacketThatFailsKeepsTheFirstOnesChunksOnly) {
   EXPECT_EQ(r.out->chunk[0].offset, 0u);
 }
 
+TEST_F(QuicDecoder, ALaterPacketWithABadFrameContributesNoChunk) {
+  // The second Initial opens, a CRYPTO frame is walked, then a STREAM frame
+  // (not allowed in Initials) fails the packet: its CRYPTO frame is dropped.
+  const Bytes a = some_crypto(100, 1), b = some_crypto(100, 2);
+  InitialPacket p1 = packet(kV1, {3, 3, 3, 3}, crypto_frame(0, a.data(), a.size()));
+  InitialPacket p2 = p1;
+  p2.pn = 1;
+  p2.frames = crypto_frame(100, b.data(), b.size());
+  p2.frames.push_back(0x08);  // STREAM
+  Decode r = decode(*dec, datagram({p1, p2}));
+  ASSERT_EQ(r.out->status, Status::kOk);
+  EXPECT_EQ(r.out->stop, Status::kBadFrame);
+  EXPECT_EQ(r.out->initials, 1);
+  ASSERT_EQ(r.out->n_chunks, 1u);
+  EXPECT_EQ(r.out->chunk[0].offset, 0u);
+}
+
 TEST_F(QuicDecoder, TamperedBytesFailTheTag) {
   const Bytes data = some_crypto(400);
   InitialPacket p = packet(kV1, {7, 7, 7, 7, 7, 7, 7, 7}, crypto_frame(0, data.data(), data.size()));
