@@ -288,17 +288,17 @@ bool BlocklistSync::note_delivered(std::span<const sync::Received> entries, std:
     }
     unsigned long long g = 0, line = 0;
     if (t.rfind(prefix, 0) != 0 || std::sscanf(t.c_str() + prefix.size(), "%llu.%llu", &g, &line) != 2) continue;
-    while (!outbox_.empty() && (outbox_.front().id < g ||
-                                (outbox_.front().id == g && line + 1 >= outbox_.front().entries.size()))) {
+    // Only the next entry of the outbox moves it: an older copy is ignored,
+    // and after a gap (an XADD refused in the middle) the rest is appended
+    // again rather than taken as delivered.
+    if (outbox_.empty() || g != outbox_.front().id || line != first_line_) continue;
+    ++first_line_;
+    moved = true;
+    if (first_line_ >= outbox_.front().entries.size()) {
       done.push_back(outbox_.front().id);
       outbox_bytes_ -= std::min(outbox_bytes_, outbox_.front().bytes);
       outbox_.pop_front();
       first_line_ = 0;
-      moved = true;
-    }
-    if (!outbox_.empty() && outbox_.front().id == g && line + 1 > first_line_) {
-      first_line_ = static_cast<std::size_t>(line + 1);
-      moved = true;
     }
   }
   if (!moved) return true;
