@@ -58,7 +58,12 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->exact_ = ExactSet::create(o.name + "_exact", static_cast<uint32_t>(o.capacity), o.qsv,
                                o.socket, err);
   if (!b->exact_) return nullptr;
-  b->prefixes_ = std::make_unique<PrefixTables>(b->filter_.get(), b->exact_.get());
+  PrefixTables::Options po;
+  po.name = o.name;
+  po.socket = o.socket;
+  po.qsv = o.qsv;
+  po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(o.capacity, UINT32_MAX));
+  b->prefixes_ = std::make_unique<PrefixTables>(b->filter_.get(), b->exact_.get(), po);
   b->removed_at_ = static_cast<std::atomic<uint64_t>*>(rte_zmalloc_socket(
       "cg_removed_at", sizeof(std::atomic<uint64_t>) * o.capacity, RTE_CACHE_LINE_SIZE, o.socket));
   if (b->removed_at_ == nullptr) {
@@ -139,16 +144,6 @@ Blocklist::Keys Blocklist::keys_of(const Rule& r) {
   return {key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
 }
 
-void Blocklist::count_rule(const Rule& r, int delta) {
-  if (!r.prefix_len) {
-    count_kind(r.kind, delta);
-  } else if (delta > 0) {
-    prefixes_->add(r.kind, r.addr.family, *r.prefix_len);
-  } else {
-    prefixes_->remove(r.kind, r.addr.family, *r.prefix_len);
-  }
-}
-
 void Blocklist::count_kind(RuleKind k, int delta) {
   std::size_t& n = per_kind_[static_cast<std::size_t>(k)];
   n = delta > 0 ? n + 1 : n - 1;
@@ -184,18 +179,26 @@ uint64_t Blocklist::hits(const Rule& r) const {
 bool Blocklist::insert_lookup(const Rule& r) {
   const Keys k = keys_of(r);
   if (next_slot_ >= capacity_ && free_slots_.empty()) return false;
-  count_rule(r, +1);
+  const bool exact_rule = !r.prefix_len;  // prefix rules are counted by prefixes_, not the kind mask
+  if (exact_rule) count_kind(r.kind, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
   if (filter_->insert(k.hash) != InsertResult::kOk) {
-    count_rule(r, -1);
+    if (exact_rule) count_kind(r.kind, -1);
     return false;
   }
   const uint32_t slot = take_slot();
-  if (exact_->add(k.key, r.kind, slot) != 0) {
+  const bool in_exact = exact_->add(k.key, r.kind, slot) == 0;
+  // A prefix rule enters the workers' prefix lookup last (its LPM entry
+  // names the slot taken above); the generation bump below publishes it.
+  if (!in_exact || (!exact_rule && !prefixes_->add(r, slot))) {
+    if (in_exact) {
+      last_error_ = prefixes_->last_error();
+      exact_->del(k.key);
+    }
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
-    count_rule(r, -1);
+    if (exact_rule) count_kind(r.kind, -1);
     // Pure-filter flows blocked by the short-lived fingerprint are judged
     // again; nothing was added, so cached passes stand.
     bump_generation(/*added=*/false);
@@ -207,13 +210,16 @@ bool Blocklist::insert_lookup(const Rule& r) {
 
 void Blocklist::remove_lookup(const Rule& r) {
   const Keys k = keys_of(r);
+  // A prefix rule leaves the workers' prefix lookup first, before its slot
+  // is released: no burst that starts after this finds the slot there.
+  if (r.prefix_len) prefixes_->remove(r);
   // Exact set first, so no worker confirms a hit for a rule whose
   // fingerprint is already gone (harmless either way: both say "not blocked").
   const int64_t slot = exact_->slot_of(k.key);
   exact_->del(k.key);
   if (slot >= 0) release_slot(static_cast<uint32_t>(slot));
   filter_->erase(k.hash);
-  count_rule(r, -1);
+  if (!r.prefix_len) count_kind(r.kind, -1);
   bump_generation(/*added=*/false);  // a removal never turns a pass into a drop
 }
 

@@ -13,9 +13,10 @@
 // there, and a filter false negative cannot be created by a delete.
 // CIDR prefix rules (src/dst/ip a.b.c.d/len) are rules like the others: their
 // key is the prefix encoding (encode_prefix_key), in the filter and the exact
-// set with a hit-counter slot; in addition prefixes() counts each one under
-// its (kind, family, length) from before its fingerprint is inserted until
-// after it is erased, so workers probe every length that has a rule.
+// set with a hit-counter slot; in addition each one is in prefixes() (an
+// IPv4 LPM entry naming its slot, or its length among the probed ones) from
+// after its exact-set insert until before its exact-set erase, so workers
+// find exactly the present prefixes (dataplane/prefix.hpp).
 //
 // Durability: with a state directory, a change is reported successful only
 // after the store has its journal record on disk (see docs/store.md).
@@ -174,7 +175,6 @@ class Blocklist {
   void remove_lookup(const Rule& r);        // the reverse
   void remove_text(const std::string& text);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
-  void count_rule(const Rule& r, int delta);  // count_kind, or prefixes_ for a prefix rule
   uint32_t take_slot();
   void release_slot(uint32_t slot);
 

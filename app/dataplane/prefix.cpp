@@ -1,4 +1,11 @@
+// rte_lpm_rcu_qsbr_add is experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
 #include "dataplane/prefix.hpp"
+
+#include <rte_errno.h>
+#include <rte_lpm.h>
+
+#include <cstring>
 
 namespace cg {
 namespace {
@@ -27,6 +34,89 @@ int PrefixTables::table_of(RuleKind kind, uint8_t family) noexcept {
   return k * 2 + (family == 6 ? 1 : 0);
 }
 
+PrefixTables::~PrefixTables() {
+  for (auto& l : lpm4_) rte_lpm_free(l.load(std::memory_order_relaxed));
+}
+
+namespace {
+
+uint32_t host_order_v4(const uint8_t* b) {
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+}  // namespace
+
+bool PrefixTables::add(const Rule& r, uint32_t slot) noexcept {
+  const int t = table_of(r.kind, r.addr.family);
+  if (t < 0 || !r.prefix_len) return false;
+  if (!in_lpm(r)) {
+    count(r, +1);
+    ++total_;
+    return true;
+  }
+  const auto k = static_cast<std::size_t>(t / 2);
+  if (slot >= (1u << 24)) {
+    error_ = "IPv4 prefix tables hold at most 2^24 rules";
+    return false;
+  }
+  rte_lpm* lpm = lpm4_[k].load(std::memory_order_relaxed);
+  if (lpm == nullptr) {
+    const std::string name = opts_.name + "_lpm" + std::to_string(k);
+    rte_lpm_config c{};
+    c.max_rules = opts_.max_rules;
+    c.number_tbl8s = opts_.tbl8s;
+    lpm = rte_lpm_create(name.c_str(), opts_.socket, &c);
+    if (lpm == nullptr) {
+      error_ = "cannot create the IPv4 prefix table of " + std::string(kind_name(r.kind)) +
+               " rules (~70 MiB of EAL memory; raise -m): " + rte_strerror(rte_errno);
+      return false;
+    }
+    if (opts_.qsv != nullptr) {
+      // Defer-queue mode: a tbl8 group a delete frees is reused only after
+      // every worker has reported quiescent since (reclaimed on later adds).
+      rte_lpm_rcu_config rc{};
+      rc.v = opts_.qsv;
+      rc.mode = RTE_LPM_QSBR_MODE_DQ;
+      if (rte_lpm_rcu_qsbr_add(lpm, &rc) != 0) {
+        rte_lpm_free(lpm);
+        error_ = "cannot attach the workers' QSBR variable to the IPv4 prefix table";
+        return false;
+      }
+    }
+    // release: a worker that loads this pointer (acquire) sees the table
+    // rte_lpm_create initialised, on ARM as on x86.
+    lpm4_[k].store(lpm, std::memory_order_release);
+  }
+  // rte_lpm stores each table entry with one 32-bit atomic store; a worker
+  // sees an address's old or new entry, never a torn one.
+  if (rte_lpm_add(lpm, host_order_v4(r.addr.bytes.data()), *r.prefix_len, slot) != 0) {
+    error_ = "the IPv4 prefix table of " + std::string(kind_name(r.kind)) +
+             " rules is full (prefixes longer than /24 need a 1 KiB group per /24 network)";
+    return false;
+  }
+  ++lpm_rules_[k];
+  ++total_;
+  return true;
+}
+
+void PrefixTables::remove(const Rule& r) noexcept {
+  const int t = table_of(r.kind, r.addr.family);
+  if (t < 0 || !r.prefix_len) return;
+  if (!in_lpm(r)) {
+    count(r, -1);
+    --total_;
+    return;
+  }
+  rte_lpm* lpm = lpm4_[static_cast<std::size_t>(t / 2)].load(std::memory_order_relaxed);
+  // rte_lpm_delete rewrites the prefix's entries to the longest remaining
+  // covering prefix (or invalid) entry by entry: a worker finds the old rule,
+  // the covering one, or nothing, never a freed group (QSBR, above).
+  if (lpm != nullptr && rte_lpm_delete(lpm, host_order_v4(r.addr.bytes.data()), *r.prefix_len) == 0) {
+    --lpm_rules_[static_cast<std::size_t>(t / 2)];
+    --total_;
+  }
+}
+
 // The words are written by this thread only, so a load + store is enough.
 // relaxed: a worker's probe of this length is ordered by the blocklist
 // generation, not by this store: the generation bump (release) after the
@@ -34,29 +124,66 @@ int PrefixTables::table_of(RuleKind kind, uint8_t family) noexcept {
 // order, and a worker reads the generation (acquire) before lookup(). A
 // worker that reads the old word misses only rules whose generation it has
 // not seen: rules not acknowledged yet. See docs/concurrency.md.
-void PrefixTables::add(RuleKind kind, uint8_t family, unsigned len) noexcept {
-  const int t = table_of(kind, family);
-  if (t < 0 || len >= address_bits(family)) return;
-  ++total_;
-  if (count_[t][len]++ != 0) return;
+void PrefixTables::count(const Rule& r, int delta) noexcept {
+  const int t = table_of(r.kind, r.addr.family);
+  const unsigned len = *r.prefix_len;
+  uint32_t& n = count_[t][len];
+  if (delta < 0 && n == 0) return;
+  n = delta > 0 ? n + 1 : n - 1;
+  if (n > 1 || (n == 1 && delta < 0)) return;  // the bit does not change
   std::atomic<uint64_t>& w = used_[t][len / 64];
-  w.store(w.load(std::memory_order_relaxed) | (uint64_t{1} << (len % 64)), std::memory_order_relaxed);
+  const uint64_t bit = uint64_t{1} << (len % 64);
+  const uint64_t v = w.load(std::memory_order_relaxed);
+  w.store(n != 0 ? (v | bit) : (v & ~bit), std::memory_order_relaxed);
 }
 
-void PrefixTables::remove(RuleKind kind, uint8_t family, unsigned len) noexcept {
-  const int t = table_of(kind, family);
-  if (t < 0 || len >= address_bits(family) || count_[t][len] == 0) return;
-  --total_;
-  if (--count_[t][len] != 0) return;
-  // After the last rule of this length left the filter: a worker still
-  // probing it finds nothing, one that no longer probes it misses nothing.
-  std::atomic<uint64_t>& w = used_[t][len / 64];
-  w.store(w.load(std::memory_order_relaxed) & ~(uint64_t{1} << (len % 64)), std::memory_order_relaxed);
+// Smallest kind first (as for exact keys), then the first address key (the
+// source's), then the longest prefix of that address.
+static void merge(PrefixHit& h, uint8_t kind, uint16_t key, uint8_t len, uint32_t slot) noexcept {
+  if (h.kind == 0 || kind < h.kind || (kind == h.kind && (key < h.key || (key == h.key && len > h.len))))
+    h = {kind, len, key, slot};
+}
+
+void PrefixTables::lookup_lpm(const PacketKeys* keys, const bool* classify, uint16_t n,
+                              PrefixHit* out) const noexcept {
+  constexpr std::size_t kMax = 128;
+  uint32_t ips[kMax], hops[kMax];
+  uint16_t pkt[kMax], key[kMax];
+  for (std::size_t k = 0; k < lpm4_.size(); ++k) {
+    // acquire: pairs with the release store of a new table (see add()).
+    const rte_lpm* lpm = lpm4_[k].load(std::memory_order_acquire);
+    if (lpm == nullptr) continue;
+    const auto kind = static_cast<RuleKind>(static_cast<unsigned>(RuleKind::kSrc) + k);
+    std::size_t m = 0;
+    auto flush = [&] {
+      if (m == 0) return;
+      rte_lpm_lookup_bulk(lpm, ips, hops, static_cast<unsigned>(m));
+      for (std::size_t j = 0; j < m; ++j)
+        if ((hops[j] & RTE_LPM_LOOKUP_SUCCESS) != 0)
+          merge(out[pkt[j]], static_cast<uint8_t>(kind), key[j], PrefixHit::kLpmLen, hops[j] & 0x00ffffffu);
+      m = 0;
+    };
+    for (uint16_t i = 0; i < n; ++i) {
+      if (!classify[i]) continue;
+      const PacketKeys& pk = keys[i];
+      for (unsigned j = 0; j < pk.n; ++j) {
+        if (pk.key[j].kind != kind) continue;
+        const uint8_t* kb = pk.key_bytes(j);  // [kind][family][address]
+        if (kb[1] != 4) continue;
+        ips[m] = host_order_v4(kb + 2);
+        pkt[m] = i;
+        key[m] = static_cast<uint16_t>(j);
+        if (++m == kMax) flush();
+      }
+    }
+    flush();
+  }
 }
 
 void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t n, bool verify,
                           PrefixHit* out) const noexcept {
   for (uint16_t i = 0; i < n; ++i) out[i] = {};
+  lookup_lpm(keys, classify, n, out);
   // One snapshot of the lengths per burst (relaxed: see add()).
   uint64_t used[kTables][kWords];
   uint64_t any = 0;
@@ -88,10 +215,7 @@ void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t
           const std::size_t len = encode_prefix_key(buf, probed, kb[1], kb + 2, p.len);
           if (!exact_->contains(key_hash128(buf, len), &kind, &slot)) continue;  // a false positive
         }
-        PrefixHit& h = out[p.pkt];
-        const auto kv = static_cast<uint8_t>(kind);
-        // Smallest kind first (as for exact keys), then the longest prefix.
-        if (h.kind == 0 || kv < h.kind || (kv == h.kind && p.len > h.len)) h = {kv, p.len, slot};
+        merge(out[p.pkt], static_cast<uint8_t>(kind), p.key, p.len, slot);
       }
     }
     np = 0;

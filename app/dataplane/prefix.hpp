@@ -2,61 +2,92 @@
 //
 // A prefix rule is stored like every other rule: its key encoding
 // (encode_prefix_key: kind, family | 0x80, length, the network bytes) goes
-// into the cuckoo filter and the exact set, with a hit-counter slot. What
-// this file adds is the set of prefix LENGTHS in use per (kind, family) and
-// the probe: for each src/dst/ip address key of a classified packet and each
-// length in use for its kind and family, the packet's address cut to that
-// length is encoded, hashed and looked up in the filter (in bulk), and hits
-// are confirmed against the exact set. Longest confirmed length per kind
-// wins; smallest kind wins across kinds (as for exact keys). Why probing and
-// not rte_lpm/rte_lpm6: docs/PERFORMANCE.md ("CIDR rules") and
-// docs/concurrency.md ("Prefix rules").
+// into the cuckoo filter and the exact set, with a hit-counter slot, so the
+// Blocklist's bookkeeping (slots, hits, journal, listing) is the same for all
+// rules. What workers look up is kept here, per kind (src, dst, ip):
+//   * IPv4 /1-/31: one DPDK rte_lpm (DIR-24-8) table per kind, created on the
+//     kind's first such prefix, next hop = the rule's hit-counter slot, its
+//     freed tbl8 groups reclaimed through the workers' QSBR variable
+//     (rte_lpm_rcu_qsbr_add, defer-queue mode). One lookup per address
+//     whatever the lengths in use.
+//   * IPv6 and IPv4 /0: the set of prefix LENGTHS in use per (kind, family);
+//     the packet's address cut to each length in use is encoded, hashed and
+//     looked up in the filter (in bulk), hits confirmed in the exact set.
+//     rte_lpm6 has no RCU integration in DPDK 22.11 (its delete rebuilds the
+//     tables in place) and takes 64 MiB+ per table; IPv6 feeds use few
+//     lengths. Measured in docs/PERFORMANCE.md ("CIDR rules").
+// Per packet: the smallest kind wins (as for exact keys); within a kind the
+// first address key (the source's), and for one address the longest prefix.
 //
 // Thread safety: add()/remove() from ONE writer (the control lcore);
-// lookup() from any number of workers concurrently. The writer publishes a
-// length's bit (release) BEFORE inserting the first rule of that length and
-// before the blocklist generation bump that follows; workers read the
-// generation (acquire) before calling lookup(), so a burst that sees a
-// rule's generation probes its length. Reclamation is the exact set's
-// (rte_hash key slots freed after a QSBR grace period); the masks here are
-// never freed while workers run (they live in the Blocklist).
+// lookup() from any number of workers concurrently, lock-free: rte_lpm's
+// entries are single 32-bit atomic stores, the length words single 64-bit
+// stores, and the filter/exact set are lock-free already. What add() changes
+// is published to workers by the blocklist generation bump that follows it
+// (release; workers read it with acquire before lookup()); a worker that
+// sees a newer word early only finds the rule sooner. docs/concurrency.md,
+// "Prefix rules", has the argument and the reclamation.
 #pragma once
+
+#include <rte_rcu_qsbr.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "cuckoogate/keys/classify.hpp"
 #include "dataplane/lookup.hpp"
 
+struct rte_lpm;
+
 namespace cg {
 
 // One packet's prefix verdict: the smallest kind whose prefix rule matched
-// (0: none), that kind's longest matching length, and the rule's slot.
+// (0: none), the address key it matched (index in the packet's keys), the
+// length (kLpmLen for an rte_lpm match: its longest, length not reported),
+// and the rule's hit-counter slot.
 struct PrefixHit {
+  static constexpr uint8_t kLpmLen = 0xff;
   uint8_t kind = 0;
   uint8_t len = 0;
+  uint16_t key = 0;
   uint32_t slot = 0;
 };
 
 class PrefixTables {
  public:
-  PrefixTables(const GatewayFilter* filter, const ExactSet* exact) noexcept : filter_(filter), exact_(exact) {}
+  struct Options {
+    std::string name = "cg";       // prefix for DPDK object names
+    int socket = 0;                // NUMA socket of the LPM tables
+    rte_rcu_qsbr* qsv = nullptr;   // the workers' QSBR variable (null: no concurrent readers)
+    uint32_t max_rules = 1u << 20; // prefix rules an LPM table holds (the blocklist capacity)
+    uint32_t tbl8s = 4096;         // IPv4 /25-/31: distinct /24 networks per kind (1 KiB each)
+  };
+  PrefixTables(const GatewayFilter* filter, const ExactSet* exact, Options o) noexcept
+      : filter_(filter), exact_(exact), opts_(std::move(o)) {}
+  ~PrefixTables();
   PrefixTables(const PrefixTables&) = delete;
   PrefixTables& operator=(const PrefixTables&) = delete;
 
-  // Control thread: one more / one fewer rule of this kind (src, dst or ip),
-  // family (4 or 6) and length (< 32 or < 128). add() before the rule enters
-  // the filter; remove() after it left.
-  void add(RuleKind kind, uint8_t family, unsigned len) noexcept;
-  void remove(RuleKind kind, uint8_t family, unsigned len) noexcept;
+  // Control thread: a prefix rule (r.prefix_len set) whose key is already in
+  // the filter and exact set with hit-counter slot `slot` becomes visible to
+  // lookup(). false (nothing changed, last_error() says why): its IPv4 table
+  // cannot be created (EAL memory) or is full (tbl8 groups), or the slot is
+  // past rte_lpm's 24-bit next hop.
+  bool add(const Rule& r, uint32_t slot) noexcept;
+  // The reverse, before the rule's key leaves the exact set.
+  void remove(const Rule& r) noexcept;
   // Prefix rules present (control thread).
   std::size_t size() const noexcept { return total_; }
+  const std::string& last_error() const noexcept { return error_; }
 
   // Data path (workers). For i < n with classify[i]: out[i] gets the
   // packet's prefix verdict from its src/dst/ip address keys (keys[i]);
-  // out[i] of other packets is zeroed. verify=false: filter hits are taken
-  // as matches (pure-filter mode), slot 0. Bounded work: at most
+  // out[i] of other packets is zeroed. verify=false: probe hits in the
+  // filter are taken as matches (pure-filter mode), slot 0. Bounded work:
+  // one LPM lookup per IPv4 address key of a kind with a table, plus
   // (address keys) x (lengths in use) probes; no allocation, no locks.
   void lookup(const PacketKeys* keys, const bool* classify, uint16_t n, bool verify,
               PrefixHit* out) const noexcept;
@@ -67,8 +98,17 @@ class PrefixTables {
   static int table_of(RuleKind kind, uint8_t family) noexcept;
 
  private:
+  static bool in_lpm(const Rule& r) noexcept { return r.addr.family == 4 && *r.prefix_len != 0; }
+  void count(const Rule& r, int delta) noexcept;  // the probed lengths
+  void lookup_lpm(const PacketKeys* keys, const bool* classify, uint16_t n, PrefixHit* out) const noexcept;
   const GatewayFilter* filter_;
   const ExactSet* exact_;
+  Options opts_;
+  // Per kind (src, dst, ip): its IPv4 LPM, created by the control thread on
+  // the kind's first IPv4 /1-/31 prefix and freed with this object.
+  std::array<std::atomic<rte_lpm*>, 3> lpm4_{};
+  std::array<std::size_t, 3> lpm_rules_{};
+  std::string error_;
   // Written by the control thread only; read by workers (see above).
   std::array<std::array<std::atomic<uint64_t>, kWords>, kTables> used_{};
   // Control thread only: rules per table and length.

@@ -67,6 +67,18 @@ class Prefixes : public testing::Test {
   }
   // Counts one confirmed drop for the rule in this slot, as a worker does.
   void count(const PrefixHit& h) { ++hits_[h.slot]; }
+  // The listed rule whose hit-counter slot the probe named ("none": no match).
+  std::string which(const PrefixHit& h) {
+    if (h.kind == 0) return "none";
+    std::vector<std::pair<std::string, uint64_t>> before;
+    for (const std::string& t : list()) before.emplace_back(t, bl_->hits(R(t)));
+    ++hits_[h.slot];
+    std::string w = "?";
+    for (const auto& [t, n] : before)
+      if (bl_->hits(R(t)) != n) w = t;
+    --hits_[h.slot];
+    return w;
+  }
 
   std::unique_ptr<Blocklist> bl_;
   std::vector<uint64_t> hits_;
@@ -101,7 +113,7 @@ TEST_F(Prefixes, V4InsideEdgesAndOutside) {
   EXPECT_EQ(v4("10.98.255.255", "1.1.1.1").kind, 0);  // just below
   EXPECT_EQ(v4("10.99.1.0", "1.1.1.1").kind, 0);      // just above
   EXPECT_EQ(v4("1.1.1.1", "10.99.0.5").kind, 0);      // a src prefix does not match the destination
-  EXPECT_EQ(v4("10.99.0.5", "1.1.1.1").len, 24);
+  EXPECT_EQ(which(v4("10.99.0.5", "1.1.1.1")), "src 10.99.0.0/24");
   EXPECT_EQ(v4("1.1.1.1", "192.0.2.128").kind, dst);
   EXPECT_EQ(v4("1.1.1.1", "192.0.2.255").kind, dst);
   EXPECT_EQ(v4("1.1.1.1", "192.0.2.127").kind, 0);
@@ -127,8 +139,8 @@ TEST_F(Prefixes, LongestPrefixPerKindAndExactBeatsCoveringPrefix) {
   ASSERT_EQ(bl_->add(R("src 10.0.0.0/8")), Blocklist::Result::kOk);
   ASSERT_EQ(bl_->add(R("src 10.1.0.0/16")), Blocklist::Result::kOk);
   ASSERT_EQ(bl_->add(R("dst 10.1.0.0/16")), Blocklist::Result::kOk);
-  EXPECT_EQ(v4("10.1.2.3", "8.8.8.8").len, 16);
-  EXPECT_EQ(v4("10.2.2.3", "8.8.8.8").len, 8);
+  EXPECT_EQ(which(v4("10.1.2.3", "8.8.8.8")), "src 10.1.0.0/16");
+  EXPECT_EQ(which(v4("10.2.2.3", "8.8.8.8")), "src 10.0.0.0/8");
   // The hit counter of the longest prefix moves, not the covering one's.
   count(v4("10.1.2.3", "8.8.8.8"));
   count(v4("10.1.2.4", "8.8.8.8"));
@@ -141,11 +153,11 @@ TEST_F(Prefixes, LongestPrefixPerKindAndExactBeatsCoveringPrefix) {
   // An exact rule lives in the filter and exact set, not in the prefix probe;
   // the worker keeps an exact hit of the same kind (worker.cpp step 2b).
   ASSERT_EQ(bl_->add(R("src 10.1.2.3")), Blocklist::Result::kOk);
-  EXPECT_EQ(v4("10.1.2.3", "8.8.8.8").len, 16);
+  EXPECT_EQ(which(v4("10.1.2.3", "8.8.8.8")), "src 10.1.0.0/16");
   EXPECT_EQ(bl_->hits(R("src 10.1.2.3")), 0u);
   // Deleting the /16 uncovers the /8 for its addresses.
   ASSERT_EQ(bl_->del(R("src 10.1.0.0/16")), Blocklist::Result::kOk);
-  EXPECT_EQ(v4("10.1.2.4", "8.8.8.8").len, 8);
+  EXPECT_EQ(which(v4("10.1.2.4", "8.8.8.8")), "src 10.0.0.0/8");
   // Re-added, it starts from zero hits.
   ASSERT_EQ(bl_->add(R("src 10.1.0.0/16")), Blocklist::Result::kOk);
   EXPECT_EQ(bl_->hits(R("src 10.1.0.0/16")), 0u);
@@ -158,6 +170,37 @@ TEST_F(Prefixes, SlashZeroMatchesEveryAddressOfItsFamily) {
   EXPECT_EQ(v6("2001:db8::1", "2001:db8::2").kind, 0);
   ASSERT_EQ(bl_->add(R("dst ::/0")), Blocklist::Result::kOk);
   EXPECT_EQ(v6("2001:db8::1", "ffff::").kind, static_cast<uint8_t>(RuleKind::kDst));
+  // A longer prefix of the same kind counts instead of /0 (IPv4: the LPM
+  // table against the probed /0; IPv6: two probed lengths).
+  ASSERT_EQ(bl_->add(R("dst 10.0.0.0/8")), Blocklist::Result::kOk);
+  ASSERT_EQ(bl_->add(R("dst 2001:db8::/32")), Blocklist::Result::kOk);
+  EXPECT_EQ(which(v4("1.1.1.1", "10.1.1.1")), "dst 10.0.0.0/8");
+  EXPECT_EQ(which(v4("1.1.1.1", "11.1.1.1")), "dst 0.0.0.0/0");
+  EXPECT_EQ(which(v6("::1", "2001:db8::7")), "dst 2001:db8::/32");
+  EXPECT_EQ(which(v6("::1", "2001:db9::7")), "dst ::/0");
+}
+
+TEST_F(Prefixes, IpRulesCountTheSourceAddressesPrefixWhenBothMatch) {
+  ASSERT_EQ(bl_->add(R("ip 10.0.0.0/8")), Blocklist::Result::kOk);
+  ASSERT_EQ(bl_->add(R("ip 192.168.0.0/16")), Blocklist::Result::kOk);
+  ASSERT_EQ(bl_->add(R("ip 2001:db8::/32")), Blocklist::Result::kOk);
+  ASSERT_EQ(bl_->add(R("ip 2001:db9::/48")), Blocklist::Result::kOk);
+  EXPECT_EQ(which(v4("10.1.1.1", "192.168.1.1")), "ip 10.0.0.0/8");
+  EXPECT_EQ(which(v4("192.168.1.1", "10.1.1.1")), "ip 192.168.0.0/16");
+  EXPECT_EQ(which(v4("1.1.1.1", "10.1.1.1")), "ip 10.0.0.0/8");
+  EXPECT_EQ(which(v6("2001:db9::1", "2001:db8::1")), "ip 2001:db9::/48");
+  EXPECT_EQ(which(v6("2001:db8::1", "2001:db9::1")), "ip 2001:db8::/32");
+}
+
+TEST_F(Prefixes, NestedIpv6PrefixesCountTheLongest) {
+  for (const char* r : {"src 2001:db8::/32", "src 2001:db8:1::/48", "src 2001:db8:1:2::/64"})
+    ASSERT_EQ(bl_->add(R(r)), Blocklist::Result::kOk);
+  EXPECT_EQ(which(v6("2001:db8:1:2::9", "::1")), "src 2001:db8:1:2::/64");
+  EXPECT_EQ(which(v6("2001:db8:1:3::9", "::1")), "src 2001:db8:1::/48");
+  EXPECT_EQ(which(v6("2001:db8:2::9", "::1")), "src 2001:db8::/32");
+  ASSERT_EQ(bl_->del(R("src 2001:db8:1::/48")), Blocklist::Result::kOk);
+  EXPECT_EQ(which(v6("2001:db8:1:3::9", "::1")), "src 2001:db8::/32");
+  EXPECT_EQ(which(v6("2001:db8:1:2::9", "::1")), "src 2001:db8:1:2::/64");
 }
 
 TEST_F(Prefixes, AddsBumpBothGenerationsRemovalsOnlyTheFullOneAndFreeTheSlot) {
@@ -189,9 +232,12 @@ TEST_F(Prefixes, FlushKindFlushBatchAndAtomicApply) {
   EXPECT_EQ(v4("10.0.0.1", "1.1.1.1").kind, 0);
   EXPECT_EQ(v4("1.1.1.1", "10.0.0.1").kind, static_cast<uint8_t>(RuleKind::kDst));
   // Atomic apply: a failing delete leaves the prefix add unapplied.
-  const auto out = bl_->apply({{Blocklist::Change::Op::kAdd, R("src 172.16.0.0/12"), 0},
-                               {Blocklist::Change::Op::kDel, R("src 192.168.0.0/16"), 0}},
-                              /*atomic=*/true);
+  Blocklist::Change add, del;
+  add.op = Blocklist::Change::Op::kAdd;
+  add.rule = R("src 172.16.0.0/12");
+  del.op = Blocklist::Change::Op::kDel;
+  del.rule = R("src 192.168.0.0/16");
+  const auto out = bl_->apply({add, del}, /*atomic=*/true);
   EXPECT_EQ(out[0], Blocklist::Outcome::kNotApplied);
   EXPECT_EQ(out[1], Blocklist::Outcome::kAbsent);
   EXPECT_EQ(v4("172.16.0.1", "1.1.1.1").kind, 0);
@@ -211,7 +257,7 @@ TEST_F(Prefixes, ExpiredPrefixesStopMatching) {
   now += 6000;
   EXPECT_EQ(bl_->expire_due(), 1u);
   EXPECT_EQ(v4("10.2.0.1", "1.1.1.1").kind, 0);
-  EXPECT_EQ(v4("10.1.0.1", "1.1.1.1").len, 16);
+  EXPECT_EQ(which(v4("10.1.0.1", "1.1.1.1")), "src 10.1.0.0/16");
 }
 
 TEST_F(Prefixes, PrefixesSurviveARestartFromTheJournal) {
@@ -225,7 +271,7 @@ TEST_F(Prefixes, PrefixesSurviveARestartFromTheJournal) {
   EXPECT_EQ(list(), before);
   EXPECT_EQ(list(), (std::vector<std::string>{"src 10.99.0.0/24", "src 10.99.0.7", "dst 2001:db8::/32"}));
   EXPECT_EQ(bl_->prefixes().size(), 2u);
-  EXPECT_EQ(v4("10.99.0.200", "1.1.1.1").len, 24);
+  EXPECT_EQ(which(v4("10.99.0.200", "1.1.1.1")), "src 10.99.0.0/24");
   EXPECT_EQ(v6("2001:db9::1", "2001:db8:ffff::1").kind, static_cast<uint8_t>(RuleKind::kDst));
   EXPECT_EQ(v4("10.98.0.1", "1.1.1.1").kind, 0);
 }
