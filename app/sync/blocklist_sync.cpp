@@ -589,6 +589,9 @@ void BlocklistSync::text(std::string& out) const {
   line("gaps", std::to_string(s.gaps));
   line("offline_writes", queue_offline_ ? "queue" : "refuse");
   line("queued", std::to_string(queued()));
+  // The outbox token of the next queued entry to append ("-": none), as the
+  // `outbox` field of the stream entry it becomes.
+  line("outbox_head", outbox_.empty() ? "-" : outbox_token(outbox_.front().id, first_line_));
   line("outbox_appended", std::to_string(s.outbox_appended));
   // One line: the error text never holds a newline from us, but Redis' might.
   std::string e = s.last_error.empty() ? "-" : s.last_error;

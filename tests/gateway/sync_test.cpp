@@ -315,6 +315,40 @@ TEST_F(SyncTest, QueuedOfflineWritesSurviveACrashAndReachEveryGatewayOnce) {
   EXPECT_EQ(num(stats(a2->ctl()), "sync.outbox_appended"), 6u);
 }
 
+// The crash that falls after a queued entry reached the stream and before
+// the gateway read it back: the entry is in the stream (here put there by
+// redis-cli, with the gateway's origin and outbox token) while the journal's
+// outbox still holds it. On reconnecting, the gateway recognises it and
+// appends only the rest: nothing twice.
+TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
+  std::ofstream(dir_ + "/queue.toml") << "[sync]\nredis = \"" << redis_->url()
+                                      << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
+  auto a = Gw::run("xa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(0)), "OK added");
+  redis_->stop();
+  ASSERT_TRUE(eventually([&] { return stats(a->ctl()).at("sync.connected") == "false"; }));
+  const std::string head = stats(a->ctl()).at("sync.outbox_head");
+  EXPECT_EQ(head, "-");
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(1)), "OK added");
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(2)), "OK added");
+  const std::string first = stats(a->ctl()).at("sync.outbox_head");
+  ASSERT_NE(first, "-");
+  a->proc().signal(SIGKILL);
+  a->proc().wait(10s);
+  a.reset();
+  redis_->start();
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", rule_n(1), "origin", "xa", "outbox", first});
+  auto a2 = Gw::run("xa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  ASSERT_TRUE(a2->up()) << a2->err();
+  ASSERT_TRUE(eventually([&] { return num(stats(a2->ctl()), "sync.queued") == 0; })) << a2->err();
+  EXPECT_EQ(redis_->cli({"XLEN", "cuckoogate:rules"}), "3\n");  // rule 0, rule 1 (once), rule 2
+  EXPECT_EQ(num(stats(a2->ctl()), "sync.outbox_appended"), 1u);
+  EXPECT_EQ(stats(a2->ctl()).at("sync.outbox_head"), "-");
+  EXPECT_TRUE(a2->has(rule_n(1)));
+  EXPECT_TRUE(a2->has(rule_n(2)));
+}
+
 // Rule files given at start are not local-only with sync on: they are
 // appended as one `load` entry when the gateway connects.
 TEST_F(SyncTest, StartUpRuleFilesAreSharedOnceConnected) {
