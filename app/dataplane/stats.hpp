@@ -43,6 +43,18 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> rejects_sent{0};   // reject replies handed to a port
   std::atomic<uint64_t> rejects_limited{0};  // blocked packets the rate limit left unanswered
   std::atomic<uint64_t> rejects_failed{0}; // replies lost: no mbuf, or the port would not take it
+  // IP fragments (docs/dataplane.md, "IP fragments"): datagrams or fragments, as each says.
+  std::atomic<uint64_t> frags_held{0};        // fragments taken in and held
+  std::atomic<uint64_t> frags_reassembled{0}; // datagrams reassembled and judged whole
+  std::atomic<uint64_t> frags_timeout{0};     // datagrams dropped incomplete at their timeout
+  std::atomic<uint64_t> frags_overlap{0};     // datagrams dropped: overlapping or inconsistent fragments
+  std::atomic<uint64_t> frags_too_many{0};    // datagrams dropped: more than 8 fragments
+  std::atomic<uint64_t> frags_failed{0};      // datagrams dropped: no mbuf, too big, rte_ip_frag refused
+  std::atomic<uint64_t> frags_duplicate{0};   // fragments dropped: the same bytes held already
+  std::atomic<uint64_t> frags_dead{0};        // fragments dropped: their datagram was dropped before
+  std::atomic<uint64_t> frags_table_full{0};  // fragments dropped: no room for them
+  std::atomic<uint64_t> frags_unsupported{0}; // fragments dropped: in a tunnel, IPv6 extension headers
+                                              // before the fragment header, invalid lengths
   // TCP first-flight reassembly (docs/reassembly.md).
   std::atomic<uint64_t> reasm_started{0};   // first flights that needed more than one segment
   std::atomic<uint64_t> reasm_completed{0}; // of which were completed and judged whole
@@ -66,6 +78,8 @@ struct StatsSnapshot {
            lookup_retries = 0, bursts = 0;
   uint64_t cache_hits = 0, cache_misses = 0, flow_drops = 0, untracked = 0, rejects_sent = 0,
            rejects_limited = 0, rejects_failed = 0;
+  uint64_t frags_held = 0, frags_reassembled = 0, frags_timeout = 0, frags_overlap = 0, frags_too_many = 0,
+           frags_failed = 0, frags_duplicate = 0, frags_dead = 0, frags_table_full = 0, frags_unsupported = 0;
   uint64_t reasm_started = 0, reasm_completed = 0, inspect_overflow = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
@@ -94,6 +108,16 @@ struct StatsSnapshot {
     rejects_sent += ld(w.rejects_sent);
     rejects_limited += ld(w.rejects_limited);
     rejects_failed += ld(w.rejects_failed);
+    frags_held += ld(w.frags_held);
+    frags_reassembled += ld(w.frags_reassembled);
+    frags_timeout += ld(w.frags_timeout);
+    frags_overlap += ld(w.frags_overlap);
+    frags_too_many += ld(w.frags_too_many);
+    frags_failed += ld(w.frags_failed);
+    frags_duplicate += ld(w.frags_duplicate);
+    frags_dead += ld(w.frags_dead);
+    frags_table_full += ld(w.frags_table_full);
+    frags_unsupported += ld(w.frags_unsupported);
     reasm_started += ld(w.reasm_started);
     reasm_completed += ld(w.reasm_completed);
     inspect_overflow += ld(w.inspect_overflow);

@@ -7,6 +7,8 @@
 #include <rte_pause.h>
 #include <rte_prefetch.h>
 
+#include <array>
+
 #include "cuckoogate/flow/flow_table.hpp"
 #include "cuckoogate/keys/classify.hpp"
 #include "cuckoogate/mem/huge_pages.hpp"
@@ -162,10 +164,15 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     if (reply_pool_ == nullptr) return false;
     bucket_ = new reject::TokenBucket(cfg.reject_rate, cfg.reject_burst, hz, rte_rdtsc());
   }
+  if (cfg.frags.enabled) {
+    frag_ = FragStage::create(cfg.frags, socket, hz, cfg.stats);
+    if (frag_ == nullptr) return false;
+  }
   return true;
 }
 
 Worker::~Worker() {
+  delete frag_;  // first: it gives held mbufs back to their pools
   if (scratch_in_eal_) {
     rte_free(s_);
   } else {
@@ -553,6 +560,59 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
   if (failed) bump(st.rejects_failed, failed);
 }
 
+// IP fragments (FragStage, docs/dataplane.md): judges each datagram this
+// burst completed as one frame, then sends the held originals after the
+// verdict: passed ones out of q's tx port in arrival order, dropped ones
+// (by a rule, or by the stage: overlap, timeout, no room, unsupported) to
+// the drop port or freed. q is nullptr when idle (only timeouts then).
+// Returns the originals released: they count in rx now.
+uint16_t Worker::release_fragments(const QueueLink* q, uint64_t now) {
+  FragStage& f = *frag_;
+  WorkerStats& st = *cfg_.stats;
+  if (q == nullptr) f.expire(now);
+  for (uint16_t j = 0; j < f.frames(); ++j) {
+    rte_mbuf* fm = f.frame(j);
+    rte_mbuf* pass[1];
+    rte_mbuf* drop[1];
+    uint16_t nd = 0, nbad = 0, nbig = 0;
+    // Own counters, single writer: relaxed reads. A drop counts every
+    // original under the rule's kind, as if each had matched.
+    std::array<uint64_t, kRuleKindCount + 1> by_kind;
+    for (std::size_t k = 0; k < by_kind.size(); ++k) by_kind[k] = st.dropped_by_kind[k].load(std::memory_order_relaxed);
+    const uint16_t np = process(&fm, 1, UINT32_MAX, pass, drop, &nd, &nbad, &nbig);
+    if (np == 0) {
+      for (std::size_t k = 0; k < by_kind.size(); ++k)
+        if (st.dropped_by_kind[k].load(std::memory_order_relaxed) != by_kind[k])
+          bump(st.dropped_by_kind[k], f.originals(j) - 1u);
+      // A reply is built from the reassembled datagram (one per datagram).
+      if (bucket_ != nullptr && q != nullptr) send_rejects(*q, drop, nd, now);
+    }
+    f.settle(j, np != 0);
+  }
+  auto send = [](uint16_t port, uint16_t queue, rte_mbuf** v, uint16_t cnt) {
+    uint16_t sent = 0;
+    for (int tries = 0; sent < cnt && tries < 4; ++tries) sent += rte_eth_tx_burst(port, queue, v + sent, cnt - sent);
+    return sent;
+  };
+  const uint16_t np = f.pass_count(), nd = f.drop_count();
+  if (np != 0) {  // frames (and so passes) only come from a burst: q is set
+    const uint16_t sent = send(q->tx_port, q->tx_queue, f.pass_list(), np);
+    if (sent < np) {
+      bump(st.tx_failed, np - sent);
+      rte_pktmbuf_free_bulk(f.pass_list() + sent, np - sent);
+    }
+    bump(st.passed, sent);
+  }
+  if (nd != 0) {
+    const uint16_t dsent =
+        cfg_.drop_port >= 0 ? send(static_cast<uint16_t>(cfg_.drop_port), cfg_.drop_queue, f.drop_list(), nd) : 0;
+    if (dsent < nd) rte_pktmbuf_free_bulk(f.drop_list() + dsent, nd - dsent);
+    bump(st.dropped, nd);
+  }
+  f.clear();
+  return static_cast<uint16_t>(np + nd);
+}
+
 void Worker::loop() {
   rte_mbuf* pkts[kBurst];
   rte_mbuf* pass[kBurst];
@@ -586,7 +646,9 @@ void Worker::loop() {
       busy = true;
       received += n;
       uint16_t nd = 0, nbad = 0, nbig = 0;
-      const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig);
+      // IP fragments wait in the stage for the rest of their datagram.
+      const uint16_t nw = frag_ != nullptr ? frag_->intake(pkts, n, rte_rdtsc()) : n;
+      const uint16_t np = process(pkts, nw, max_frame_[li], pass, drop, &nd, &nbad, &nbig);
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port
         LinkStats& lk = cfg_.link_stats[li];
         if (nbad) bump(lk.malformed, nbad);
@@ -611,13 +673,16 @@ void Worker::loop() {
         }
         if (dsent < nd) rte_pktmbuf_free_bulk(drop + dsent, nd - dsent);
       }
+      // Datagrams this burst completed, fragments the stage dropped.
+      const uint16_t released = frag_ != nullptr ? release_fragments(&q, rte_rdtsc()) : 0;
       bump(st.passed, sent);
       bump(st.dropped, nd);
       bump(st.bursts);
       // rx last: "rx == packets in" means every packet has been handed to
-      // tx (replay uses it to know when the input is fully processed).
+      // tx (replay uses it to know when the input is fully processed); a
+      // held fragment counts when it is released.
       // release: orders the tx calls and counters above before it.
-      st.rx.store(st.rx.load(std::memory_order_relaxed) + n, std::memory_order_release);
+      st.rx.store(st.rx.load(std::memory_order_relaxed) + nw + released, std::memory_order_release);
     }
     // Idle (a whole pass over the links found nothing): reclaim some expired
     // flows so flows.active tracks the live ones. Not on every empty queue:
@@ -626,6 +691,10 @@ void Worker::loop() {
       const uint64_t now = rte_rdtsc();
       flows_->expire(now, 16);
       if (pool_ != nullptr) pool_->reclaim(now, 16);
+    }
+    if (!busy && frag_ != nullptr) {  // incomplete datagrams past their timeout
+      if (const uint16_t r = release_fragments(nullptr, rte_rdtsc()))
+        st.rx.store(st.rx.load(std::memory_order_relaxed) + r, std::memory_order_release);  // as above
     }
     // Nothing this worker read from the blocklist is held past this point.
     rte_rcu_qsbr_quiescent(cfg_.qsv, cfg_.id);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuckoogate/flow/flow_table.hpp"
+#include "dataplane/frag.hpp"
 #include "dataplane/lookup.hpp"
 #include "dataplane/prefix.hpp"
 #include "dataplane/stats.hpp"
@@ -64,6 +65,9 @@ struct WorkerConfig {
   bool reject = false;
   uint32_t reject_rate = 1000;   // replies per second per worker (token bucket)
   uint32_t reject_burst = 100;
+  // IP fragments (docs/dataplane.md, "IP fragments"): held until their
+  // datagram is complete, judged reassembled, the verdict applied to each.
+  FragConfig frags;
   int reply_port = -1;           // >= 0: every reply goes here, tx queue = id (replay --reply);
                                  // kDiscardReplies: built and counted, then freed (replay)
 };
@@ -93,6 +97,7 @@ class Worker {
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
   bool reassemble(uint16_t i, const uint8_t* frame, uint64_t now, const uint8_t** app, std::size_t* app_len);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
+  uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
   WorkerScratch* s_ = nullptr;
@@ -101,6 +106,7 @@ class Worker {
   reject::TokenBucket* bucket_ = nullptr;
   reasm::Pool* pool_ = nullptr;          // this worker's reassembly slots; nullptr: none
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
+  FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
 };
 
 }  // namespace cg

@@ -283,9 +283,29 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
   return true;
 }
 
+bool read_fragments(const toml::table& t, const std::string& w, FragmentsConfig& c, std::string* err) {
+  if (!check_keys(t, {"reassemble", "datagrams", "fragments", "timeout_ms"}, w, err)) return false;
+  if (const toml::node* v = t.get("reassemble")) {
+    if (!v->is_boolean()) {
+      *err = w + ".reassemble: expected true or false";
+      return false;
+    }
+    c.reassemble = *v->value<bool>();
+  }
+  return integer(t, "datagrams", 1u, 1u << 20, c.datagrams, w, err) &&
+         integer(t, "fragments", 1u, 1u << 23, c.fragments, w, err) &&
+         integer(t, "timeout_ms", 1u, 60000u, c.timeout_ms, w, err);
+}
+
 // The keys of a parsed document; `path` names the file in errors.
 bool read_root(const toml::table& root, const std::string& path, GatewayConfig& c, std::string* err) {
-  if (!check_keys(root, {"eal", "gateway", "pair", "sync", "rules"}, path, err)) return false;
+  if (!check_keys(root, {"eal", "gateway", "pair", "sync", "rules", "fragments"}, path, err)) return false;
+  if (const toml::table* t = root["fragments"].as_table()) {
+    if (!read_fragments(*t, path + ": fragments", c.fragments, err)) return false;
+  } else if (root.contains("fragments")) {
+    *err = path + ": 'fragments' must be a table";
+    return false;
+  }
   if (!read_rule_feeds(root.get("rules"), path, c.rule_feeds, err)) return false;
   if (const toml::table* t = root["sync"].as_table()) {
     if (!read_sync(*t, path + ": sync", c.sync, err)) return false;

@@ -40,6 +40,14 @@ struct RuleFeedConfig {
   feeds::Options feed;  // format = "rules" | "hosts" | "domains" | "cidr", as = "src" | "dst" | "ip"
 };
 
+// [fragments]: IP reassembly in the workers (docs/dataplane.md, "IP fragments").
+struct FragmentsConfig {
+  bool reassemble = true;        // false: each fragment judged alone (the transport header may be missing)
+  uint32_t datagrams = 1024;     // per worker, collected at once
+  uint32_t fragments = 4096;     // per worker, original fragments held at once
+  uint32_t timeout_ms = 5000;    // an incomplete datagram is dropped this long after its first fragment
+};
+
 struct GatewayConfig {
   std::vector<std::string> eal;         // [eal] args
   std::optional<unsigned> workers;      // default: every EAL worker lcore
@@ -56,6 +64,7 @@ struct GatewayConfig {
   uint16_t rx_desc = 1024, tx_desc = 1024;
   std::vector<PairConfig> pairs;        // empty: pair EAL's ports in order
   SyncConfig sync;
+  FragmentsConfig fragments;
 };
 
 // The largest configuration file read (1 MiB; the examples are ~2 KiB).

@@ -76,6 +76,16 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "rejects.sent", s.rejects_sent);
   line(out, p + "rejects.limited", s.rejects_limited);
   line(out, p + "rejects.failed", s.rejects_failed);
+  line(out, p + "frags.held", s.frags_held);
+  line(out, p + "frags.reassembled", s.frags_reassembled);
+  line(out, p + "frags.timeout", s.frags_timeout);
+  line(out, p + "frags.overlap", s.frags_overlap);
+  line(out, p + "frags.too_many", s.frags_too_many);
+  line(out, p + "frags.failed", s.frags_failed);
+  line(out, p + "frags.duplicate", s.frags_duplicate);
+  line(out, p + "frags.dead", s.frags_dead);
+  line(out, p + "frags.table_full", s.frags_table_full);
+  line(out, p + "frags.unsupported", s.frags_unsupported);
 }
 
 int tel_stats(const char*, const char*, rte_tel_data* d) {
@@ -106,6 +116,11 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "flow_drops", s.flow_drops);
   rte_tel_data_add_dict_u64(d, "rejects_sent", s.rejects_sent);
   rte_tel_data_add_dict_u64(d, "rejects_limited", s.rejects_limited);
+  rte_tel_data_add_dict_u64(d, "frags_reassembled", s.frags_reassembled);
+  rte_tel_data_add_dict_u64(d, "frags_timeout", s.frags_timeout);
+  rte_tel_data_add_dict_u64(d, "frags_overlap", s.frags_overlap);
+  rte_tel_data_add_dict_u64(d, "frags_table_full", s.frags_table_full);
+  rte_tel_data_add_dict_u64(d, "frags_unsupported", s.frags_unsupported);
   return 0;
 }
 
@@ -303,6 +318,8 @@ bool Engine::start(std::string* err) {
     c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
+    c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
+               opts_.fragments.timeout_ms};
     c.reply_port = reply_port_;
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
@@ -453,6 +470,9 @@ void Engine::info_text(std::string& out) const {
   out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
   out += std::string("action ") + (opts_.reject ? "reject" : "drop") + "\n";
   line(out, "flows_per_worker", opts_.flows);
+  out += std::string("fragments ") + (opts_.fragments.reassemble ? "reassemble" : "off") + "\n";
+  line(out, "fragments.datagrams", uint64_t{opts_.fragments.datagrams});
+  line(out, "fragments.timeout_ms", uint64_t{opts_.fragments.timeout_ms});
   line(out, "filter.slots", f.capacity_slots);
   line(out, "filter.items", f.items);
   line(out, "filter.load_factor", f.load_factor);

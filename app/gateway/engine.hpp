@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "control/blocklist.hpp"
+#include "gateway/config.hpp"
 #include "dataplane/stats.hpp"
 #include "dataplane/worker.hpp"
 
@@ -28,6 +29,7 @@ struct EngineOptions {
   bool salvage = false;             // start despite damaged state
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker; 0 = no flow table
   bool reject = false;              // action: reject instead of drop (docs/reject.md)
+  FragmentsConfig fragments;        // IP reassembly (docs/dataplane.md)
 };
 
 class Engine {

@@ -171,6 +171,17 @@ int main(int argc, char** argv) {
   std::string rep_action = "drop";
   rep->add_option("--action", rep_action, "drop (default) or reject blocked flows (docs/reject.md)")
       ->check(CLI::IsMember({"drop", "reject"}));
+  std::string rep_frags = "reassemble";
+  rep->add_option("--fragments", rep_frags, "IP fragments: reassemble (default) and judge the datagram, or off "
+                                            "(each judged alone; docs/dataplane.md)")
+      ->check(CLI::IsMember({"reassemble", "off"}));
+  rep->add_option("--frag-timeout", po.fragments.timeout_ms, "Drop an incomplete datagram this many ms after "
+                                                             "its first fragment (default 5000)")
+      ->check(CLI::Range(1u, 60000u));
+  rep->add_option("--frag-datagrams", po.fragments.datagrams, "Datagrams collected at once per worker (default 1024)")
+      ->check(CLI::Range(1u, 1u << 20));
+  rep->add_option("--frag-held", po.fragments.fragments, "Fragments held at once per worker (default 4096)")
+      ->check(CLI::Range(1u, 1u << 23));
   rep->add_option("--reply", po.reply, "With --action reject: write every reply packet to this pcap "
                                        "(default: replies are discarded)");
   rep->allow_extras();
@@ -216,6 +227,7 @@ int main(int argc, char** argv) {
   po.verify = !rep_no_verify;
   po.drop_malformed = malformed == "drop";
   po.reject = rep_action == "reject";
+  po.fragments.reassemble = rep_frags == "reassemble";
   if (!po.reply.empty() && !po.reject) {
     std::fprintf(stderr, "cuckoogate replay: --reply needs --action reject (drop sends no replies)\n");
     return 2;

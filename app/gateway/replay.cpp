@@ -308,7 +308,8 @@ int replay(const ReplayOptions& o) {
       return code;
     }
     constexpr uint16_t kDesc = 512;
-    const unsigned mbufs = 2 * q * kDesc * 2 + 4096;
+    // + the fragments each worker may hold until their datagram is complete.
+    const unsigned mbufs = 2 * q * kDesc * 2 + 4096 + (o.fragments.reassemble ? q * o.fragments.fragments : 0);
     rte_mempool* pool = rte_pktmbuf_pool_create("cg_replay_pool", mbufs, 256, 0,
                                                 RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
     Engine engine;
@@ -320,6 +321,7 @@ int replay(const ReplayOptions& o) {
     eo.pps = o.pps;
     eo.flows = o.flows;
     eo.reject = o.reject;
+    eo.fragments = o.fragments;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(q);
     pc.rx_desc = pc.tx_desc = kDesc;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "gateway/config.hpp"
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ struct ReplayOptions {
   bool quiet = false;
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker (0 = none)
   bool reject = false;             // --action reject
+  FragmentsConfig fragments;       // --fragments, --frag-*: as [fragments]
   std::string reply;               // reject replies to this pcap (empty: discarded)
   std::string redis;               // --redis URL: share the blocklist (docs/sync.md)
   std::string gateway_id;          // --gateway-id (default: the host name)

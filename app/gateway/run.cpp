@@ -126,7 +126,9 @@ int run_gateway(const RunOptions& o) {
              static_cast<unsigned>(queues), workers - queues);
 
     const unsigned nports = static_cast<unsigned>(pairs.size() * 2);
-    const unsigned mbufs = std::max(8191u, nports * queues * (cfg.rx_desc + cfg.tx_desc) + 4096);
+    // + the fragments each worker may hold until their datagram is complete.
+    const unsigned held = cfg.fragments.reassemble ? workers * cfg.fragments.fragments : 0;
+    const unsigned mbufs = std::max(8191u, nports * queues * (cfg.rx_desc + cfg.tx_desc) + 4096) + held;
     rte_mempool* pool = rte_pktmbuf_pool_create("cg_pool", mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
                                                 static_cast<int>(rte_socket_id()));
     Engine engine;
@@ -139,6 +141,7 @@ int run_gateway(const RunOptions& o) {
     eo.salvage = o.salvage;
     eo.flows = o.flows.value_or(cfg.flows_per_worker);
     eo.reject = o.reject.value_or(cfg.reject);
+    eo.fragments = cfg.fragments;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;

@@ -151,9 +151,11 @@ TEST_F(Replay, EveryRuleKindAndEncapsulationGivesTheExpectedVerdict) {
   // Every case is judged on its own packet: --flows 0. (Several cases share a
   // 5-tuple in opposite directions, e.g. a DNS query and its response; with
   // flows, the response of a blocked query is dropped with it: flow_test.)
+  // Likewise --fragments off: each lone fragment case is classified as it is
+  // (reassembled, they would wait for the rest of their datagram: frag_test).
   const Result r = run({GatewayEnv::gateway(), "replay", "--rules", rules, "--in", path("in.pcap"),
                         "--out", path("pass.pcap"), "--drop", path("drop.pcap"), "--stats-json",
-                        path("stats.json"), "--flows", "0"},
+                        path("stats.json"), "--flows", "0", "--fragments", "off"},
                        GatewayEnv::dir());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("packets in"), std::string::npos) << r.out;

@@ -1,0 +1,203 @@
+#include "dataplane/frag.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ip.h>
+#include <rte_ip_frag.h>
+#include <rte_malloc.h>
+
+#include <atomic>
+#include <string>
+
+namespace cg {
+
+static_assert(defrag::kMaxFragments == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
+              "the tracker's per-datagram limit must be rte_ip_frag's");
+static_assert(FragStage::kListCap >= 2 * FragStage::kMaxFrames * defrag::kMaxFragments + 256,
+              "room for one burst's drops and settled frames after expire()");
+
+namespace {
+// rte_ip_frag's table only ever holds the datagram being fed (all of its
+// fragments are fed in a row once the tracker saw it complete), so a small
+// one suffices; the bound on datagrams in flight is the tracker's.
+constexpr uint32_t kTblBuckets = 16, kTblEntries = 4;
+// Expired originals handed to the drop list per call, leaving room for a
+// burst's own drops and settled frames.
+constexpr uint32_t kExpireReserve = 2 * FragStage::kMaxFrames * defrag::kMaxFragments;
+}  // namespace
+
+FragStage* FragStage::create(const FragConfig& c, int socket, uint64_t tsc_hz, WorkerStats* stats) {
+  std::unique_ptr<FragStage> f(new FragStage());
+  f->st_ = stats;
+  f->timeout_ticks_ = tsc_hz / 1000 * c.timeout_ms;
+  defrag::TrackerConfig tc;
+  tc.datagrams = c.datagrams;
+  tc.fragments = c.fragments;
+  tc.timeout_ticks = f->timeout_ticks_;
+  tc.seed = rte_rdtsc() * 0x9e3779b97f4a7c15ULL;  // chains not predictable from outside
+  f->tracker_ = std::make_unique<defrag::Tracker>(tc);
+  static std::atomic<unsigned> pools{0};  // unique names: several engines in one process (tests)
+  const std::string id = std::to_string(pools.fetch_add(1, std::memory_order_relaxed));
+  // Heads: one per frame a burst can complete (+1: mempool sizes of 2^n - 1).
+  f->head_pool_ = rte_pktmbuf_pool_create(("cg_fh_" + id).c_str(), kMaxFrames + 1, 0, 0,
+                                          static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + kMaxReassembledFrame),
+                                          socket);
+  // The other fragments' copies: up to 7 per frame, several mbufs for a jumbo one.
+  f->frag_pool_ = rte_pktmbuf_pool_create(("cg_ff_" + id).c_str(), 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  f->tbl_ = rte_ip_frag_table_create(kTblBuckets, kTblEntries, kTblBuckets * kTblEntries,
+                                     f->timeout_ticks_ + 1, socket);
+  f->dr_ = static_cast<rte_ip_frag_death_row*>(
+      rte_zmalloc_socket("cg_frag_dr", sizeof(rte_ip_frag_death_row), RTE_CACHE_LINE_SIZE, socket));
+  if (f->head_pool_ == nullptr || f->frag_pool_ == nullptr || f->tbl_ == nullptr || f->dr_ == nullptr)
+    return nullptr;  // the destructor frees what was made
+  return f.release();
+}
+
+FragStage::~FragStage() {
+  // Whatever is still held (the workers stopped mid-datagram) goes back to its pool.
+  if (tracker_) tracker_->expire(UINT64_MAX, UINT32_MAX, [](void* p) { rte_pktmbuf_free(static_cast<rte_mbuf*>(p)); });
+  for (uint16_t j = 0; j < nframes_; ++j) rte_pktmbuf_free(frames_[j].m);
+  rte_pktmbuf_free_bulk(pass_, npass_);
+  rte_pktmbuf_free_bulk(drop_, ndrop_);
+  if (dr_ != nullptr) rte_ip_frag_free_death_row(dr_, 0);
+  rte_free(dr_);
+  if (tbl_ != nullptr) rte_ip_frag_table_destroy(tbl_);
+  rte_mempool_free(head_pool_);
+  rte_mempool_free(frag_pool_);
+}
+
+uint16_t FragStage::expire(uint64_t now) {
+  const uint32_t free_slots = uint32_t{kListCap} - ndrop_;
+  const uint32_t room = free_slots > kExpireReserve ? free_slots - kExpireReserve : 0;
+  const uint64_t before = tracker_->stats().timeout;
+  const uint32_t n = tracker_->expire(now, room, [this](void* p) { to_drop(static_cast<rte_mbuf*>(p)); });
+  if (const uint64_t t = tracker_->stats().timeout - before) bump(st_->frags_timeout, t);
+  return static_cast<uint16_t>(n);
+}
+
+// Every held original of a dropped datagram to the drop list (the caller
+// drops the fragment that caused it).
+void FragStage::drop_held(uint32_t slot) {
+  for (void* p : tracker_->take(slot)) to_drop(static_cast<rte_mbuf*>(p));
+  tracker_->release(slot);
+}
+
+uint16_t FragStage::intake(rte_mbuf** pkts, uint16_t n, uint64_t now) {
+  expire(now);
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
+    const uint32_t len = rte_pktmbuf_data_len(m);
+    defrag::Fragment f;
+    const defrag::FrameKind k =
+        defrag::maybe_fragment(frame, len) ? defrag::classify_frame(frame, len, &f) : defrag::FrameKind::kWhole;
+    if (k == defrag::FrameKind::kWhole) {
+      pkts[kept++] = m;
+      continue;
+    }
+    if (k != defrag::FrameKind::kFragment) {  // never judged on a partial transport header
+      bump(st_->frags_unsupported);
+      to_drop(m);
+      continue;
+    }
+    uint32_t slot = 0;
+    const defrag::Add a = tracker_->add(f, m, now, &slot);
+    switch (a) {
+      case defrag::Add::kHeld:
+        bump(st_->frags_held);
+        break;
+      case defrag::Add::kComplete:
+        bump(st_->frags_held);
+        complete(slot, now);
+        break;
+      case defrag::Add::kOverlap:
+      case defrag::Add::kTooMany:  // the whole datagram goes
+        bump(a == defrag::Add::kOverlap ? st_->frags_overlap : st_->frags_too_many);
+        drop_held(slot);
+        to_drop(m);
+        break;
+      case defrag::Add::kDuplicate:
+        bump(st_->frags_duplicate);
+        to_drop(m);
+        break;
+      case defrag::Add::kDead:  // its datagram was dropped: so is the rest of it
+        bump(st_->frags_dead);
+        to_drop(m);
+        break;
+      case defrag::Add::kFull:
+        bump(st_->frags_table_full);
+        to_drop(m);
+        break;
+    }
+  }
+  return kept;
+}
+
+// A complete datagram: copies of its fragments through rte_ip_frag, the
+// result linearised into the head copy's big buffer. Any failure (no mbuf,
+// a frame above kMaxReassembledFrame, rte_ip_frag refusing the set) drops
+// the originals, counted: never judged in pieces.
+void FragStage::complete(uint32_t slot, uint64_t now) {
+  const std::span<void* const> refs = tracker_->take(slot);
+  Frame& fr = frames_[nframes_];
+  fr.n = 0;
+  // Copies first, so that a missing mbuf leaves nothing half-fed in the table.
+  rte_mbuf* copy[defrag::kMaxFragments] = {};
+  defrag::Fragment info[defrag::kMaxFragments];
+  bool ok = true;
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    rte_mbuf* orig = static_cast<rte_mbuf*>(refs[i]);
+    fr.orig[fr.n++] = orig;
+    const bool head = tracker_->offset(slot, static_cast<unsigned>(i)) == 0;
+    copy[i] = ok ? rte_pktmbuf_copy(orig, head ? head_pool_ : frag_pool_, 0, UINT32_MAX) : nullptr;
+    ok = ok && copy[i] != nullptr;
+    defrag::classify_frame(rte_pktmbuf_mtod(orig, const uint8_t*), rte_pktmbuf_data_len(orig), &info[i]);
+  }
+  tracker_->release(slot);
+  rte_mbuf* out = nullptr;
+  for (std::size_t i = 0; ok && i < fr.n; ++i) {
+    rte_mbuf* c = copy[i];
+    copy[i] = nullptr;
+    c->l2_len = info[i].l2_len;
+    c->l3_len = info[i].l3_len;
+    if (info[i].key.family == 4) {
+      auto* ip = rte_pktmbuf_mtod_offset(c, rte_ipv4_hdr*, info[i].l2_len);
+      out = rte_ipv4_frag_reassemble_packet(tbl_, dr_, c, now, ip);
+    } else {
+      auto* ip = rte_pktmbuf_mtod_offset(c, rte_ipv6_hdr*, info[i].l2_len);
+      out = rte_ipv6_frag_reassemble_packet(tbl_, dr_, c, now, ip, reinterpret_cast<rte_ipv6_fragment_ext*>(ip + 1));
+    }
+    // Complete before its last fragment would not be the set the tracker
+    // saw (it cannot happen: the tracker admits no overlap).
+    if (out != nullptr && i + 1 != fr.n) ok = false;
+  }
+  for (rte_mbuf* c : copy) rte_pktmbuf_free(c);  // not fed (NULL is fine)
+  // A frame above kMaxReassembledFrame cannot be made contiguous.
+  if (ok && out != nullptr && rte_pktmbuf_linearize(out) != 0) ok = false;
+  // Copies rte_ip_frag let go of (only when it refused the set).
+  if (dr_->cnt != 0) rte_ip_frag_free_death_row(dr_, 0);
+  if (!ok || out == nullptr) {
+    rte_pktmbuf_free(out);
+    bump(st_->frags_failed);
+    for (uint16_t k = 0; k < fr.n; ++k) to_drop(fr.orig[k]);
+    return;
+  }
+  fr.m = out;
+  ++nframes_;
+  bump(st_->frags_reassembled);
+}
+
+void FragStage::settle(uint16_t j, bool pass) {
+  Frame& fr = frames_[j];
+  for (uint16_t k = 0; k < fr.n; ++k) {
+    if (pass) {
+      pass_[npass_++] = fr.orig[k];
+    } else {
+      to_drop(fr.orig[k]);
+    }
+  }
+  rte_pktmbuf_free(fr.m);
+  fr.m = nullptr;
+}
+
+}  // namespace cg
