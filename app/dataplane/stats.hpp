@@ -59,6 +59,8 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> reasm_started{0};   // first flights that needed more than one segment
   std::atomic<uint64_t> reasm_completed{0}; // of which were completed and judged whole
   std::atomic<uint64_t> inspect_overflow{0};  // flows whose reassembly gave up (budget, pool, conflict)
+  std::atomic<uint64_t> inspect_dropped{0};   // packets dropped by inspection: conflicts, inspect_overflow = "drop"
+  std::atomic<uint64_t> reasm_conflicts{0};   // flows whose held bytes a segment rewrote (client data dropped)
 };
 
 // Per rx queue a worker polls (one per QueueLink, in the same order): the bad
@@ -80,7 +82,8 @@ struct StatsSnapshot {
            rejects_limited = 0, rejects_failed = 0;
   uint64_t frags_held = 0, frags_reassembled = 0, frags_timeout = 0, frags_overlap = 0, frags_too_many = 0,
            frags_failed = 0, frags_duplicate = 0, frags_dead = 0, frags_table_full = 0, frags_unsupported = 0;
-  uint64_t reasm_started = 0, reasm_completed = 0, inspect_overflow = 0;
+  uint64_t reasm_started = 0, reasm_completed = 0, inspect_overflow = 0, inspect_dropped = 0,
+           reasm_conflicts = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
            flows_syn_deferred = 0;
@@ -121,6 +124,8 @@ struct StatsSnapshot {
     reasm_started += ld(w.reasm_started);
     reasm_completed += ld(w.reasm_completed);
     inspect_overflow += ld(w.inspect_overflow);
+    inspect_dropped += ld(w.inspect_dropped);
+    reasm_conflicts += ld(w.reasm_conflicts);
   }
 };
 

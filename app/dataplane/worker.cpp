@@ -14,6 +14,7 @@
 #include "cuckoogate/mem/huge_pages.hpp"
 #include "cuckoogate/reasm/first_flight.hpp"
 #include "cuckoogate/reasm/pool.hpp"
+#include "cuckoogate/reasm/stream.hpp"
 #include "cuckoogate/reject/reject.hpp"
 #include "cuckoogate/reject/token_bucket.hpp"
 
@@ -41,7 +42,8 @@ struct WorkerScratch {
   uint16_t owner[kMaxBurstKeys];  // packet index of each key
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
-  bool reassembled[kBurst];       // its keys came from its stream's reassembled first flight
+  bool inspect_drop[kBurst];      // dropped by inspect_overflow = "drop"
+  PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
 };
 
@@ -59,49 +61,28 @@ void flow_free(void* p, std::size_t, void*) { rte_free(p); }
 // that direction at FlowEntry::generation (a pass generation; a blocked
 // flow's is the full generation) — src/dst/flow/service rules read
 // a packet's direction, so each direction is judged once per generation.
-// kUncertain: the flow was first seen mid-stream (not by a bare SYN, or a
-// DNS answer first), so its initiator is a guess: payload is inspected both
-// ways. kTries (2 bits, 0x10 and 0x20): inconclusive payload packets
-// inspected so far.
-constexpr uint8_t kPassFwd = 0x02, kPassRev = 0x04, kUncertain = 0x08;
-constexpr uint8_t kTriesShift = 4, kTriesMask = 0x30, kMaxTries = 3;
+constexpr uint8_t kPassFwd = 0x02, kPassRev = 0x04;
 constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
+
+// A TCP flow's client-stream inspection state (app/reasm/stream.hpp) lives
+// in its entry: the reassembly slot, where the next message starts, and the
+// state bits.
+reasm::StreamRef stream_of(flow::FlowEntry& e) { return {e.stream[0], e.stream[1], e.inspect}; }
 
 uint8_t pass_bit(flow::Dir d) { return d == flow::Dir::kForward ? kPassFwd : kPassRev; }
 uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd : kJudgingRev; }
 
 // Does this packet of a tracked flow need its application layer looked at?
-// Only what the initiator sends: the first flight of a TCP connection (a TLS
+// Only what the client sends: the first flight of a TCP connection (a TLS
 // ClientHello, an HTTP request; every later request of an HTTP keep-alive
-// connection) and every DNS query. Answers, pure ACKs and the rest of a TLS
-// stream are judged by the flow's cached verdict.
-bool inspects(const flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
+// connection; every DNS query over TCP) and every DNS query over UDP.
+// Answers, pure ACKs and the rest of a TLS stream are judged by the flow's
+// cached verdict. The stream knows which side the client is (or does not
+// yet, for a flow picked up mid-stream: then both sides are looked at).
+bool inspects(flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
   if (m.payload_len == 0) return false;
   if (m.proto == kProtoUdp) return m.dport == 53;  // every DNS query, whoever the flow's first packet was
-  if (m.proto != kProtoTcp || e.inspect == flow::Inspect::kDone) return false;
-  return dir == flow::Dir::kForward || (e.flags & kUncertain) != 0;
-}
-
-// After classifying a TCP payload packet the flow inspects: does it stay
-// inspected? A TLS ClientHello that named a host ends it; an HTTP request
-// (a Host, or a URL too long for any rule) keeps it for the next request on
-// the connection; anything else is inconclusive, and after kMaxTries such
-// packets the flow is done (a junk first segment does not end inspection).
-// A flow whose ClientHello is being reassembled (a slot held) is not
-// inconclusive: it waits for the rest.
-void next_inspect(flow::FlowEntry& e, bool tls, const PacketKeys& k) {
-  if (e.next_seq[0] != 0) return;
-  bool host = false;
-  for (unsigned j = 0; j < k.n; ++j) host = host || k.key[j].kind == RuleKind::kHost;
-  if (host && tls) {
-    e.inspect = flow::Inspect::kDone;
-  } else if (host || k.url_too_long) {
-    e.inspect = flow::Inspect::kHttpRequest;
-  } else {
-    const auto tries = static_cast<uint8_t>(((e.flags & kTriesMask) >> kTriesShift) + 1);
-    if (tries >= kMaxTries) e.inspect = flow::Inspect::kDone;
-    e.flags = static_cast<uint8_t>((e.flags & ~kTriesMask) | (std::min<uint8_t>(tries, 3) << kTriesShift));
-  }
+  return m.proto == kProtoTcp && reasm::stream_wants(stream_of(e), dir == flow::Dir::kForward);
 }
 
 }  // namespace
@@ -154,6 +135,7 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
       pool_ = reasm::Pool::create(pc, pa).release();
       if (pool_ == nullptr) return false;
     }
+    stream_ = new reasm::StreamInspector(pool_, s_->tls, sizeof s_->tls);
   }
   if (cfg.reject) {
     // Enough for two ports' tx rings full of replies not yet freed by their
@@ -179,6 +161,7 @@ Worker::~Worker() {
     mem::unmap_pages(s_, sizeof(WorkerScratch));
   }
   if (flows_ != nullptr) flow::FlowTable::Deleter{}(flows_);
+  delete stream_;
   if (pool_ != nullptr) reasm::Pool::Deleter{}(pool_);
   delete bucket_;
   rte_mempool_free(reply_pool_);
@@ -228,14 +211,11 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
   for (uint16_t i = 0; i < n; ++i) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
-    if (r.entry == nullptr || !r.created) continue;
-    // Its initiator is only known when the handshake opened it (the
-    // responder's SYN-ACK creates TCP entries; a bare SYN, in tables that
-    // track them) or a DNS query did.
+    if (r.entry == nullptr || !r.created || s.meta[i].proto != kProtoTcp) continue;
+    // Which side is the client, and where its bytes start, is known when the
+    // handshake opened the flow (docs/reassembly.md, "Direction").
     const PacketMeta& m = s.meta[i];
-    const bool sure = m.proto == kProtoTcp ? (m.tcp_flags & 0x02) != 0
-                                           : !(m.proto == kProtoUdp && m.sport == 53);
-    if (!sure) r.entry->flags |= kUncertain;
+    reasm::stream_open(stream_of(*r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
   }
 }
 
@@ -279,62 +259,80 @@ bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
   return true;
 }
 
-// TCP first-flight reassembly (docs/reassembly.md) for packet i, about to be
-// classified: the initiator's payload of an inspecting flow. A ClientHello
-// that its first segment does not hold takes a slot of the pool (the handle
-// lives in the flow entry's next_seq[0]); every later segment is appended,
-// and the segment that completes it is classified on the whole message
-// (*app: one record with the whole handshake; returns true). Segments before
-// are judged on their own and pass unless they match on their own: the
-// server cannot finish the handshake without the last one. When the slot's
-// budget or the pool runs out, or a segment rewrites held bytes (kConflict),
-// inspection of the flow ends and it is counted (inspect_overflow; policy:
-// pass).
-bool Worker::reassemble(uint16_t i, const uint8_t* frame, uint64_t now, const uint8_t** app,
-                        std::size_t* app_len) {
+// What the stream inspector hands back for packet i: its first whole
+// message is classified as the packet's application layer; a second one in
+// the same segment (pipelining) is classified apart and looked up at once.
+struct Worker::MessageSink {
+  Worker* w;
+  uint16_t i;
+  const uint8_t* frame;
+  uint32_t kinds;
+  bool classified;
+};
+
+void Worker::on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App, bool first) {
+  MessageSink& k = *static_cast<MessageSink*>(ctx);
+  WorkerScratch& s = *k.w->s_;
+  const PacketMeta& m = s.meta[k.i];
+  if (first) {
+    // The packet's own payload, from its start: classified as it is (an
+    // urgent byte taken out the way the receiver does).
+    const bool own = p == k.frame + m.payload_off;
+    classify_meta(k.frame, m, s.keys[k.i], own ? nullptr : p, own ? 0 : n);
+    k.classified = true;
+    return;
+  }
+  k.w->judge_extra(k.i, k.frame, p, n, k.kinds);
+}
+
+// A further message of packet i's segment: its names and url, looked up
+// one by one (rare: pipelined requests); a confirmed rule joins s.hit[i].
+void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds) {
   WorkerScratch& s = *s_;
-  const PacketMeta& m = s.meta[i];
-  if (s.flow[i] < 0 || m.proto != kProtoTcp || m.payload_len == 0) return false;
-  const flow::FlowResult& r = s.fr[s.flow[i]];
-  flow::FlowEntry* e = r.entry;
-  if (e == nullptr || r.dir != flow::Dir::kForward || e->inspect == flow::Inspect::kDone) return false;
+  classify_meta(frame, s.meta[i], s.extra, p, n);
+  const PacketKeys& pk = s.extra;
+  for (unsigned k = 0; k < pk.n; ++k) {
+    const PacketKey& key = pk.key[k];
+    if (key.kind != RuleKind::kHost && key.kind != RuleKind::kUrl) continue;  // the packet's own are judged
+    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0 || !cfg_.filter->contains(key.hash)) continue;
+    RuleKind kind = key.kind;
+    uint32_t rule = 0;
+    if (cfg_.verify && !cfg_.exact->contains(key_hash128(pk.key_bytes(k), key.len), &kind, &rule)) continue;
+    RuleHit& h = s.hit[i];
+    const auto kv = static_cast<uint8_t>(kind);
+    if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+  }
+}
+
+// Classifies packet i of a tracked TCP flow the stream inspector looks at
+// (docs/reassembly.md): only whole client messages are read, from the
+// packet, or from its stream's slot when this segment completes one; a
+// segment that starts or ends none (server data, a body, bytes held for
+// later) is judged on its headers alone. When a budget runs out, the flow's
+// inspection stops and inspect_overflow decides: pass, or drop the flow. A
+// segment that rewrites held bytes with other ones drops the flow's client data.
+void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds) {
+  WorkerScratch& s = *s_;
   WorkerStats& st = *cfg_.stats;
-  const uint8_t* pl = frame + m.payload_off;
-  uint32_t& h = e->next_seq[0];
-  auto give_up = [&] {
-    if (h != 0) pool_->release(h);
-    h = 0;
-    e->inspect = flow::Inspect::kDone;
+  const PacketMeta& m = s.meta[i];
+  const flow::FlowResult& r = s.fr[s.flow[i]];
+  const reasm::StreamRef ref = stream_of(*r.entry);
+  const reasm::Segment seg{m.tcp_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
+                           m.sport, m.dport};
+  const reasm::StreamCounters before = stream_->counters();
+  MessageSink sink{this, i, frame, kinds, false};
+  const reasm::Step step = stream_->segment(ref, seg, now, &Worker::on_message, &sink);
+  if (!sink.classified) classify_meta(frame, m, s.keys[i], frame, 0);  // headers only
+  const reasm::StreamCounters& after = stream_->counters();
+  if (after.started != before.started) bump(st.reasm_started, after.started - before.started);
+  if (after.completed != before.completed) bump(st.reasm_completed, after.completed - before.completed);
+  if (after.conflicts != before.conflicts) bump(st.reasm_conflicts, after.conflicts - before.conflicts);
+  if (step == reasm::Step::kOverflow) {
     bump(st.inspect_overflow);
-  };
-  if (h == 0) {
-    if (pl[0] != 22) return false;
-    const reasm::TlsClientHello first = reasm::detect_tls_client_hello(pl, m.payload_len, s.tls, sizeof s.tls);
-    if (first.status != reasm::Frame::kNeedMore) return false;  // whole in one segment, or not TLS
-    bump(st.reasm_started);
-    h = pool_->begin(m.tcp_seq, now);
-    if (h == 0) {
-      give_up();
-      return false;
-    }
+    if (cfg_.inspect_overflow_drop) reasm::stream_drop_all(ref);
   }
-  const reasm::Append a = pool_->append(h, m.tcp_seq, pl, m.payload_len, now);
-  if (a == reasm::Append::kBadHandle || a == reasm::Append::kConflict) {
-    give_up();
-    return false;
-  }
-  const std::span<const uint8_t> held = pool_->data(h);
-  const reasm::TlsClientHello d = reasm::detect_tls_client_hello(held.data(), held.size(), s.tls, sizeof s.tls);
-  if (d.status == reasm::Frame::kComplete) {
-    pool_->release(h);
-    h = 0;
-    bump(st.reasm_completed);
-    *app = d.record;
-    *app_len = d.record_len;
-    return true;
-  }
-  if (d.status != reasm::Frame::kNeedMore || a == reasm::Append::kOverflow) give_up();
-  return false;
+  s.inspect_drop[i] = step == reasm::Step::kDropped || step == reasm::Step::kConflict ||
+                      (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop);
 }
 
 // Decides a burst: packets of flows with a current verdict take it; the rest
@@ -378,10 +376,13 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       continue;
     }
     const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
-    const uint8_t* app = nullptr;
-    std::size_t app_len = 0;
-    s.reassembled[i] = pool_ != nullptr && reassemble(i, frame, now, &app, &app_len);
-    classify_meta(frame, s.meta[i], s.keys[i], app, app_len);
+    s.inspect_drop[i] = false;
+    const PacketMeta& m = s.meta[i];
+    if (m.proto == kProtoTcp && m.payload_len != 0 && s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr) {
+      inspect_stream(i, frame, now, kinds);
+    } else {
+      classify_meta(frame, m, s.keys[i]);
+    }
     const PacketKeys& pk = s.keys[i];
     for (unsigned k = 0; k < pk.n; ++k) {
       if (((kinds >> static_cast<unsigned>(pk.key[k].kind)) & 1u) == 0) continue;
@@ -428,7 +429,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   // 3. In packet order: a flow blocked by an earlier packet of this burst
   // blocks this one too; classified packets teach their flow the verdict.
   uint16_t np = 0, nd = 0;
-  uint16_t malformed = 0, malformed_dropped = 0, oversized = 0, flow_drops = 0;
+  uint16_t malformed = 0, malformed_dropped = 0, oversized = 0, flow_drops = 0, inspect_dropped = 0;
   for (uint16_t i = 0; i < n; ++i) {
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
@@ -447,10 +448,6 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
         if (!e->verdict_current(pass_gen)) e->flags &= static_cast<uint8_t>(~(kPassFwd | kPassRev));
         e->set_verdict(flow::Verdict::kPass, pass_gen);
         e->flags |= pass_bit(d);
-        const PacketMeta& m = s.meta[i];
-        if (m.proto == kProtoTcp && inspects(*e, m, d))
-          next_inspect(*e, s.reassembled[i] || rte_pktmbuf_mtod(pkts[i], const uint8_t*)[m.payload_off] == 22,
-                       s.keys[i]);
       }
     } else if (e != nullptr && e->blocked() && h.kind == 0) {
       h = {e->rule_kind, e->rule_slot};  // cached as passing, but blocked earlier in this burst
@@ -467,6 +464,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
       // A reject answers these, not malformed drops; nor tunneled packets,
       // whose reply the builder would address to the tunnel's endpoints.
       s.by_rule[nd] = !s.meta[i].tunneled;
+      drop[nd++] = pkts[i];
+    } else if (s.classify[i] && s.inspect_drop[i]) {  // a conflicting copy, or inspect_overflow = "drop"
+      ++inspect_dropped;
+      s.by_rule[nd] = false;
       drop[nd++] = pkts[i];
     } else if (bad && cfg_.drop_malformed) {     // malformed, policy drop
       ++malformed_dropped;
@@ -489,6 +490,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   if (flow_drops) bump(st.flow_drops, flow_drops);
   if (malformed) bump(st.malformed, malformed);
   if (malformed_dropped) bump(st.malformed_dropped, malformed_dropped);
+  if (inspect_dropped) bump(st.inspect_dropped, inspect_dropped);
   if (oversized) bump(st.oversized, oversized);
   *ndrop = nd;
   *nbad = malformed;

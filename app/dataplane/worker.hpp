@@ -57,6 +57,10 @@ struct WorkerConfig {
   // TCP first-flight reassembly slots (docs/reassembly.md): flows that can
   // be reassembling a ClientHello at once; 0 = no reassembly.
   uint32_t reasm_slots = 1024;
+  // When a flow's inspection runs out of budget (slot, pool, out-of-order
+  // window) or sees held bytes rewritten: false = stop inspecting and pass,
+  // true = drop the flow's client data from then on (inspect_overflow).
+  bool inspect_overflow_drop = false;
   const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
   const std::atomic<uint64_t>* pass_generation = nullptr;  // Blocklist::pass_generation()
   const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
@@ -74,7 +78,11 @@ struct WorkerConfig {
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
 
-namespace reasm { class Pool; }
+namespace reasm {
+class Pool;
+class StreamInspector;
+enum class App : uint8_t;
+}  // namespace reasm
 
 namespace reject { class TokenBucket; }
 
@@ -95,7 +103,10 @@ class Worker {
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
   void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
-  bool reassemble(uint16_t i, const uint8_t* frame, uint64_t now, const uint8_t** app, std::size_t* app_len);
+  struct MessageSink;
+  static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
+  void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
+  void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
@@ -105,6 +116,7 @@ class Worker {
   flow::FlowTable* flows_ = nullptr;    // this worker's own; nullptr when cfg_.flows == 0
   reject::TokenBucket* bucket_ = nullptr;
   reasm::Pool* pool_ = nullptr;          // this worker's reassembly slots; nullptr: none
+  reasm::StreamInspector* stream_ = nullptr;  // with a flow table: reads the client streams through pool_
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
 };

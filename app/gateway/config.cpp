@@ -323,7 +323,8 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
   if (const toml::table* g = root["gateway"].as_table()) {
     const std::string w = path + ": gateway";
     if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "ctl_idle_timeout",
-                         "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action"}, w, err))
+                         "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action",
+                         "inspect_overflow"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -361,6 +362,14 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
         return false;
       }
       c.reject = *s == "reject";
+    }
+    if (const toml::node* a = g->get("inspect_overflow")) {
+      const auto s = a->value<std::string>();
+      if (!s || (*s != "pass" && *s != "drop")) {
+        *err = w + ".inspect_overflow: expected \"pass\" or \"drop\"";
+        return false;
+      }
+      c.inspect_overflow_drop = *s == "drop";
     }
     if (const toml::node* s = g->get("state_dir");
         s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))

@@ -73,6 +73,8 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "reassembly.started", s.reasm_started);
   line(out, p + "reassembly.completed", s.reasm_completed);
   line(out, p + "reassembly.overflow", s.inspect_overflow);
+  line(out, p + "reassembly.conflicts", s.reasm_conflicts);
+  line(out, p + "reassembly.dropped", s.inspect_dropped);
   line(out, p + "rejects.sent", s.rejects_sent);
   line(out, p + "rejects.limited", s.rejects_limited);
   line(out, p + "rejects.failed", s.rejects_failed);
@@ -320,6 +322,7 @@ bool Engine::start(std::string* err) {
     c.reject = opts_.reject;
     c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
                opts_.fragments.timeout_ms};
+    c.inspect_overflow_drop = opts_.inspect_overflow_drop;
     c.reply_port = reply_port_;
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
@@ -469,6 +472,7 @@ void Engine::info_text(std::string& out) const {
   out += std::string("verify ") + (opts_.verify ? "true" : "false") + "\n";
   out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
   out += std::string("action ") + (opts_.reject ? "reject" : "drop") + "\n";
+  out += std::string("inspect_overflow ") + (opts_.inspect_overflow_drop ? "drop" : "pass") + "\n";
   line(out, "flows_per_worker", opts_.flows);
   out += std::string("fragments ") + (opts_.fragments.reassemble ? "reassemble" : "off") + "\n";
   line(out, "fragments.datagrams", uint64_t{opts_.fragments.datagrams});

@@ -30,6 +30,7 @@ struct EngineOptions {
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker; 0 = no flow table
   bool reject = false;              // action: reject instead of drop (docs/reject.md)
   FragmentsConfig fragments;        // IP reassembly (docs/dataplane.md)
+  bool inspect_overflow_drop = false;  // inspect_overflow = "drop" (docs/reassembly.md)
 };
 
 class Engine {

@@ -182,6 +182,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1u << 20));
   rep->add_option("--frag-held", po.fragments.fragments, "Fragments held at once per worker (default 4096)")
       ->check(CLI::Range(1u, 1u << 23));
+  std::string rep_overflow = "pass";
+  rep->add_option("--inspect-overflow", rep_overflow, "When a flow's reassembly budget runs out: pass "
+                                                      "(default) or drop its client data (docs/reassembly.md)")
+      ->check(CLI::IsMember({"pass", "drop"}));
   rep->add_option("--reply", po.reply, "With --action reject: write every reply packet to this pcap "
                                        "(default: replies are discarded)");
   rep->allow_extras();
@@ -228,6 +232,7 @@ int main(int argc, char** argv) {
   po.drop_malformed = malformed == "drop";
   po.reject = rep_action == "reject";
   po.fragments.reassemble = rep_frags == "reassemble";
+  po.inspect_overflow_drop = rep_overflow == "drop";
   if (!po.reply.empty() && !po.reject) {
     std::fprintf(stderr, "cuckoogate replay: --reply needs --action reject (drop sends no replies)\n");
     return 2;

@@ -322,6 +322,7 @@ int replay(const ReplayOptions& o) {
     eo.flows = o.flows;
     eo.reject = o.reject;
     eo.fragments = o.fragments;
+    eo.inspect_overflow_drop = o.inspect_overflow_drop;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(q);
     pc.rx_desc = pc.tx_desc = kDesc;

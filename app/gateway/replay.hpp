@@ -26,6 +26,7 @@ struct ReplayOptions {
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker (0 = none)
   bool reject = false;             // --action reject
   FragmentsConfig fragments;       // --fragments, --frag-*: as [fragments]
+  bool inspect_overflow_drop = false;  // --inspect-overflow drop
   std::string reply;               // reject replies to this pcap (empty: discarded)
   std::string redis;               // --redis URL: share the blocklist (docs/sync.md)
   std::string gateway_id;          // --gateway-id (default: the host name)

@@ -142,6 +142,7 @@ int run_gateway(const RunOptions& o) {
     eo.flows = o.flows.value_or(cfg.flows_per_worker);
     eo.reject = o.reject.value_or(cfg.reject);
     eo.fragments = cfg.fragments;
+    eo.inspect_overflow_drop = cfg.inspect_overflow_drop;
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;

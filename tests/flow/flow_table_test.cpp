@@ -608,12 +608,12 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   EXPECT_EQ(e->generation, 0u);
   EXPECT_EQ(e->rule_slot, 0u);
   EXPECT_EQ(e->rule_kind, 0);
-  EXPECT_EQ(e->inspect, Inspect::kNone);
+  EXPECT_EQ(e->inspect, 0);
   EXPECT_EQ(e->flags, 0);
   e->set_verdict(Verdict::kReject, 0x1234567890ull, 7, 0xfeedbeef, true);
-  e->inspect = Inspect::kTlsFirstFlight;
-  e->next_seq[static_cast<int>(Dir::kForward)] = 1000;
-  e->next_seq[static_cast<int>(Dir::kReverse)] = 0xfffffff0u;
+  e->inspect = 0x5a;
+  e->stream[0] = 1000;
+  e->stream[1] = 0xfffffff0u;
   const FlowResult r = track(*t, v4(1, true), 1);
   ASSERT_EQ(r.entry, e);
   EXPECT_EQ(r.entry->verdict, Verdict::kReject);
@@ -622,9 +622,9 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   EXPECT_EQ(r.entry->rule_kind, 7);
   EXPECT_EQ(r.entry->rule_slot, 0xfeedbeefu);
   EXPECT_TRUE(r.entry->blocked());
-  EXPECT_EQ(r.entry->inspect, Inspect::kTlsFirstFlight);
-  EXPECT_EQ(r.entry->next_seq[0], 1000u);
-  EXPECT_EQ(r.entry->next_seq[1], 0xfffffff0u);
+  EXPECT_EQ(r.entry->inspect, 0x5a);
+  EXPECT_EQ(r.entry->stream[0], 1000u);
+  EXPECT_EQ(r.entry->stream[1], 0xfffffff0u);
   r.entry->set_verdict(Verdict::kPass, 9);
   EXPECT_FALSE(r.entry->blocked());
   // A new flow in a reused slot starts from zero again.
@@ -632,8 +632,8 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   const FlowResult again = track(*t, v4(1), 2);
   EXPECT_TRUE(again.created);
   EXPECT_EQ(again.entry->verdict, Verdict::kUnknown);
-  EXPECT_EQ(again.entry->inspect, Inspect::kNone);
-  EXPECT_EQ(again.entry->next_seq[1], 0u);
+  EXPECT_EQ(again.entry->inspect, 0);
+  EXPECT_EQ(again.entry->stream[1], 0u);
 }
 
 // ---- counters and creation -------------------------------------------------

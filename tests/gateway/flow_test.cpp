@@ -48,15 +48,28 @@ uint32_t rd32(const Bytes& f, std::size_t o) {
   return uint32_t{f[o]} << 24 | uint32_t{f[o + 1]} << 16 | uint32_t{f[o + 2]} << 8 | f[o + 3];
 }
 
-// The packets of one TCP connection client 10.8.0.1:40000 <-> server 10.9.0.1:443.
+// The packets of one TCP connection client 10.8.0.1:40000 <-> server 10.9.0.1:port.
 struct Conn {
+  uint16_t port = 443;
   Packet c2s(uint8_t flags, uint32_t seq, uint32_t ack) const {
-    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, ack);
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, port, flags).seq_ack(seq, ack);
   }
   Packet s2c(uint8_t flags, uint32_t seq, uint32_t ack) const {
-    return Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, flags).seq_ack(seq, ack);
+    return Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(port, 40000, flags).seq_ack(seq, ack);
+  }
+  // The client's data at `off` bytes into its stream (ISN 100), acking the server's ISN 500.
+  Bytes data(const std::string& bytes, uint32_t off = 0) const {
+    return c2s(0x18, 101 + off, 501).payload(bytes).frame();
+  }
+  std::vector<Bytes> handshake() const {
+    return {c2s(0x02, 100, 0).frame(), s2c(0x12, 500, 101).frame(), c2s(0x10, 101, 501).frame()};
   }
 };
+
+std::vector<Bytes> cat(std::vector<Bytes> a, const std::vector<Bytes>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 TEST_F(Flows, ABlockedTlsFlowIsDroppedBothWaysFromTheClientHelloOn) {
   const Conn k;
@@ -320,7 +333,10 @@ TEST_F(Flows, TheCacheCannotBeSteeredPastARule) {
     EXPECT_EQ(read_pcap(path("pass.pcap")), std::vector<Bytes>{syn});
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{synack, ack}));
   }
-  // (c) A junk first segment does not end inspection: the ClientHello after it is judged.
+  // (c) A junk first segment does not end inspection: the ClientHello sent
+  // over it (the junk had a low TTL or a bad checksum, so the server expects
+  // these bytes again) rewrites held bytes and is dropped, so the server can
+  // never read a ClientHello the gateway did not judge.
   {
     const Bytes junk = k.c2s(0x18, 101, 501).payload("x").frame();
     const Bytes h = hello("blocked.example");
@@ -330,9 +346,10 @@ TEST_F(Flows, TheCacheCannotBeSteeredPastARule) {
   // (d) HTTP keep-alive: a first request without a URL key (OPTIONS *) keeps
   // the connection inspected; the blocked second request is caught.
   {
-    const Bytes r1 = Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80)
-                         .payload("OPTIONS * HTTP/1.1\r\nHost: fine.example\r\n\r\n").frame();
+    const std::string q1 = "OPTIONS * HTTP/1.1\r\nHost: fine.example\r\n\r\n";
+    const Bytes r1 = Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80).seq_ack(1, 1).payload(q1).frame();
     const Bytes r2 = Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80)
+                         .seq_ack(1 + static_cast<uint32_t>(q1.size()), 1)
                          .payload("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n").frame();
     replay({Packet().ipv4("10.8.0.1", "10.9.0.3").tcp(40000, 80, 0x02).frame(), r1, r2}, "host blocked.example\n");
     EXPECT_EQ(read_pcap(path("drop.pcap")), std::vector<Bytes>{r2});
@@ -401,6 +418,123 @@ TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
     const auto s = replay({syn, synack, ack, f1, f2}, "host blocked.example\n");
     EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
     EXPECT_EQ(s["reassembly"]["completed"], 1);
+  }
+}
+
+// HTTP request heads as the server reads them (issue 11, item 1): a Host cut
+// across segments, a request behind another in one segment, a body that
+// looks like a request, and a download that starts like one.
+TEST_F(Flows, HttpRequestsAreJudgedWholeAndOnlyFromTheClient) {
+  const Conn k{80};
+  const std::vector<Bytes> hs = k.handshake();
+  const std::string ok = "GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n";
+  const std::string bad = "GET /x HTTP/1.1\r\nHost: blocked.example\r\n\r\n";
+  const std::string rules = "host blocked.example\n";
+  {  // the Host header split between two segments: the second completes it
+    const Bytes p1 = k.data(bad.substr(0, 22)), p2 = k.data(bad.substr(22), 22);
+    const auto s = replay(cat(hs, {p1, p2}), rules);
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {p1}));
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{p2}));
+    EXPECT_EQ(s["reassembly"]["started"], 1);
+    EXPECT_EQ(s["reassembly"]["completed"], 1);
+  }
+  {  // pipelined: the blocked request second in one segment; then keep-alive
+    const Bytes both = k.data(ok + bad);
+    replay(cat(hs, {both}), rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{both}));
+    const Bytes first = k.data(ok), second = k.data(bad, static_cast<uint32_t>(ok.size()));
+    replay(cat(hs, {first, second}), rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{second}));
+  }
+  {  // a request body that reads like a blocked request is not one
+    const std::string post = "POST /up HTTP/1.1\r\nHost: fine.example\r\nContent-Length: " +
+                             std::to_string(bad.size()) + "\r\n\r\n";
+    const Bytes p1 = k.data(post), body = k.data(bad, static_cast<uint32_t>(post.size()));
+    replay(cat(hs, {p1, body}), rules);
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  }
+  {  // the server's download starting like a blocked request passes
+    const Bytes req = k.data(ok);
+    const Bytes down = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(ok.size())).payload(bad).frame();
+    replay(cat(hs, {req, down}), rules);
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  }
+}
+
+// DNS over TCP (issue 11, item 1): the 2-byte length and the query in one
+// segment, or split after the length, are judged like a UDP query.
+TEST_F(Flows, DnsOverTcpQueriesAreJudged) {
+  const Conn k{53};
+  const std::vector<Bytes> hs = k.handshake();
+  const Bytes q = dns_query("www.blocked.example");
+  std::string wire(2, '\0');
+  wire[0] = static_cast<char>(q.size() >> 8);
+  wire[1] = static_cast<char>(q.size());
+  wire.append(q.begin(), q.end());
+  {
+    const Bytes one = k.data(wire);
+    replay(cat(hs, {one}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{one}));
+  }
+  {
+    const Bytes len = k.data(wire.substr(0, 2)), rest = k.data(wire.substr(2), 2);
+    replay(cat(hs, {len, rest}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {len}));
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{rest}));
+  }
+}
+
+// A connection whose handshake the gateway never saw (issue 11, item 2): the
+// side talking to the service port is the client; its request is read, the
+// server's look-alike is not.
+TEST_F(Flows, AConnectionPickedUpMidStreamIsStillInspected) {
+  const Conn k{80};
+  const std::string bad = "GET /x HTTP/1.1\r\nHost: blocked.example\r\n\r\n";
+  const Bytes down = k.s2c(0x18, 9000, 7000).payload(bad).frame();  // the server's bytes first
+  const Bytes req = k.c2s(0x18, 7000, 9000 + static_cast<uint32_t>(bad.size())).payload(bad).frame();
+  replay({down, req}, "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{down}));
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{req}));
+}
+
+// inspect_overflow (issue 11, item 1): a request head longer than the 8 KiB
+// a server reads ends the flow's inspection; "pass" lets the rest through,
+// "drop" drops the client's data from then on. A segment rewriting held
+// bytes with other ones drops the flow's client data either way.
+TEST_F(Flows, InspectOverflowPassesOrDropsTheFlowAndConflictsAreDropped) {
+  const Conn k{80};
+  const std::vector<Bytes> hs = k.handshake();
+  std::vector<Bytes> head;
+  uint32_t off = 0;
+  for (int i = 0; i < 7; ++i) {  // 7 x 1400 bytes of header lines, no end
+    const std::string part = (i == 0 ? "GET / HTTP/1.1\r\n" : "") + std::string("X-Pad: ") +
+                             std::string(1400 - 9 - (i == 0 ? 16 : 0), 'p') + "\r\n";
+    head.push_back(k.data(part, off));
+    off += static_cast<uint32_t>(part.size());
+  }
+  const Bytes later = k.data("Host: blocked.example\r\n\r\n", off);
+  {
+    const auto s = replay(cat(hs, cat(head, {later})), "host blocked.example\n");
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(s["reassembly"]["overflow"], 1);
+  }
+  {
+    const auto s = replay(cat(hs, cat(head, {later})), "host blocked.example\n", {"--inspect-overflow", "drop"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{head[5], head[6], later}));
+    EXPECT_EQ(s["reassembly"]["overflow"], 1);
+    EXPECT_EQ(s["reassembly"]["dropped"], 3);
+  }
+  {  // bytes held out of order, then another copy of them: dropped, counted
+    const std::string req = "GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n";
+    const Bytes held = k.data(req.substr(10), 10);
+    std::string other = req;
+    other[20] = 'X';
+    const Bytes rewrite = k.data(other.substr(5), 5);
+    const Bytes first = k.data(req.substr(0, 10));
+    const auto s = replay(cat(hs, {held, rewrite, first}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{rewrite, first}));
+    EXPECT_EQ(s["reassembly"]["conflicts"], 1);
+    EXPECT_EQ(s["reassembly"]["dropped"], 2);
   }
 }
 

@@ -100,9 +100,10 @@ TEST(ReasmPool, RetransmissionIsIgnoredAndCounted) {
   auto p = make_pool();
   const uint32_t h = p->begin(100);
   add(*p, h, 100, "hello");
-  EXPECT_EQ(add(*p, h, 100, "HELLO"), Append::kNothing);
+  EXPECT_EQ(add(*p, h, 100, "hello"), Append::kNothing);
   EXPECT_EQ(held(*p, h), "hello");
   EXPECT_EQ(p->stats().overlaps, 1u);
+  EXPECT_EQ(p->stats().conflicts, 0u);
 }
 
 TEST(ReasmPool, OverlapAtTheFrontKeepsTheFirstCopy) {
@@ -110,9 +111,11 @@ TEST(ReasmPool, OverlapAtTheFrontKeepsTheFirstCopy) {
   auto p = make_pool();
   const uint32_t h = p->begin(0);
   add(*p, h, 0, "abcdef");
-  EXPECT_EQ(add(*p, h, 4, "XYZW"), Append::kAdvanced);
+  EXPECT_EQ(add(*p, h, 4, "efZW"), Append::kAdvanced);
   EXPECT_EQ(held(*p, h), "abcdefZW");
   EXPECT_EQ(p->stats().overlaps, 1u);
+  EXPECT_EQ(add(*p, h, 6, "zwXY"), Append::kConflict);  // new bytes kept, the old copy too
+  EXPECT_EQ(held(*p, h), "abcdefZWXY");
 }
 
 TEST(ReasmPool, OverlapAtTheBackKeepsTheFirstCopy) {
@@ -157,10 +160,15 @@ TEST(ReasmPool, SameBytesOverHeldOnesAreNoConflict) {
   EXPECT_EQ(held(*p, h), "abcdefghijk");
   EXPECT_EQ(p->stats().overlaps, 2u);
   EXPECT_EQ(p->stats().conflicts, 0u);
-  // Different bytes over the in-order prefix: ignored, not a conflict (Linux
-  // reads the first copy there too).
-  EXPECT_EQ(add(*p, h, 0, "ABC"), Append::kNothing);
-  EXPECT_EQ(p->stats().conflicts, 0u);
+  // Different bytes over the in-order prefix: kept as they are, but flagged
+  // (the first copy may never have reached the receiver: a low TTL, a bad
+  // checksum), as over out-of-order bytes.
+  EXPECT_EQ(add(*p, h, 0, "ABC"), Append::kConflict);
+  EXPECT_EQ(held(*p, h), "abcdefghijk");
+  EXPECT_EQ(p->stats().conflicts, 1u);
+  // Also when the segment brings new bytes after the prefix: those are kept.
+  EXPECT_EQ(add(*p, h, 9, "JKLM"), Append::kConflict);
+  EXPECT_EQ(held(*p, h), "abcdefghijkLM");
 }
 
 TEST(ReasmPool, SequenceNumbersWrapAround) {
@@ -171,7 +179,7 @@ TEST(ReasmPool, SequenceNumbersWrapAround) {
   EXPECT_EQ(held(*p, h), "ABCDEFGHI");
   EXPECT_EQ(p->next_seq(h), 5u);
   // A retransmission from before the wrap is old, not 4 GiB ahead.
-  EXPECT_EQ(add(*p, h, 0xfffffffeu, "zz"), Append::kNothing);
+  EXPECT_EQ(add(*p, h, 0xfffffffeu, "CD"), Append::kNothing);
   EXPECT_EQ(p->stats().overlaps, 1u);
   EXPECT_EQ(p->stats().slot_overflow, 0u);
 }

@@ -4,6 +4,8 @@
 // rule_key() encoding with its XXH3 hash. See docs/rules.md.
 #include "cuckoogate/keys/classify.hpp"
 
+#include <algorithm>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -505,7 +507,14 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out, c
       em.commit(RuleKind::kService,
                 detail::encode_service_key(em.cursor(), m.family, m.proto, dst, m.dport));
       if (m.payload_len != 0) {
-        if (m.proto == kProtoTcp && app != nullptr) {
+        if (m.proto == kProtoTcp && m.dport == 53) {  // DNS over TCP: a 2-byte length, then the query
+          const uint8_t* pl = app != nullptr ? app : frame + m.payload_off;
+          const std::size_t n = app != nullptr ? app_len : m.payload_len;
+          if (n > 2) {
+            const std::size_t len = rd16(pl);
+            app_layer_dns(pl + 2, std::min(len, n - 2), em, out.malformed);
+          }
+        } else if (m.proto == kProtoTcp && app != nullptr) {
           if (app_len != 0) app_layer_tcp(app, app_len, em);
         } else if (m.proto == kProtoTcp) {
           if ((m.tcp_flags & kTcpUrg) != 0) {

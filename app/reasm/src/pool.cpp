@@ -219,9 +219,16 @@ Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t le
     bump(kSlotOverflow);
     return Append::kOverflow;
   }
-  if (lo < s->len) old = true;  // first copy wins over the prefix
   const auto x = static_cast<uint32_t>(std::max<int64_t>(lo, s->len));
   const auto y = static_cast<uint32_t>(y64);
+  uint8_t* buf = bytes(s);
+  bool conflict = false;
+  if (lo < s->len) {  // first copy wins over the prefix, compared
+    old = true;
+    const auto pe = static_cast<uint32_t>(std::min<int64_t>(y64, s->len));
+    const auto pb = static_cast<uint32_t>(lo);
+    conflict = std::memcmp(buf + pb, p + (static_cast<int64_t>(pb) - a), pe - pb) != 0;
+  }
 
   // The pending ranges that overlap or touch [x, y) merge with it.
   uint32_t first = 0;
@@ -250,14 +257,12 @@ Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t le
   }
 
   // Copy only into the holes of [x, y): what is held stays (first copy wins).
-  uint8_t* buf = bytes(s);
   uint32_t copied = 0;
   uint32_t cur = x;
   auto copy = [&](uint32_t from, uint32_t to) {
     std::memcpy(buf + from, p + (static_cast<int64_t>(from) - a), to - from);
     copied += to - from;
   };
-  bool conflict = false;
   for (uint32_t i = first; i < first + count; ++i) {
     const Slot::Range r = s->pending[i];
     if (r.begin > cur) copy(cur, std::min(r.begin, y));
@@ -300,6 +305,11 @@ std::span<const uint8_t> Pool::data(uint32_t handle) const noexcept {
   const Slot* s = slot(handle);
   if (s == nullptr) return {};
   return {bytes(s), s->len};
+}
+
+uint32_t Pool::held_out_of_order(uint32_t handle) const noexcept {
+  const Slot* s = slot(handle);
+  return s != nullptr ? s->npending : 0;
 }
 
 uint32_t Pool::first_seq(uint32_t handle) const noexcept {

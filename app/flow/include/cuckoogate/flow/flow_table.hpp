@@ -24,7 +24,7 @@
 //     FlowEntry* e = fr[i].entry;
 //     if (e == nullptr)                      judge the packet alone (a counted insert failure)
 //     else if (e->blocked())                 drop (generation changed: is the rule still there?)
-//     else if (e->verdict_current(gen) && e->inspect is kNone or kDone)   use e->verdict
+//     else if (e->verdict_current(gen) && nothing to inspect)   use e->verdict
 //     else                                   classify + filter lookup, then e->set_verdict(...)
 //   if the rx burst was empty: table.expire(now, 64);   // optional background sweep
 //
@@ -61,7 +61,6 @@ enum class FlowState : uint8_t {
 enum class Verdict : uint8_t { kUnknown = 0, kPass, kDrop, kReject };
 
 // Per-flow application-layer inspection progress (for reassembly/parsers).
-enum class Inspect : uint8_t { kNone = 0, kTlsFirstFlight, kHttpRequest, kDns, kDone };
 
 // TCP header flag bits, as in the TCP header's flags byte.
 inline constexpr uint8_t kTcpFin = 0x01;
@@ -82,11 +81,11 @@ inline constexpr uint8_t kFlowBlocked = 0x01;  // sticky block (item 3 of issue 
 struct alignas(64) FlowEntry {
   FlowKey key;           //  0: 40 bytes
   uint64_t generation;   // 40: blocklist generation `verdict` was computed at
-  uint32_t next_seq[2];  // 48: next expected TCP sequence number, indexed by Dir (inspection)
+  uint32_t stream[2];    // 48: the caller's inspection state (the gateway: reasm::StreamRef)
   uint32_t rule_slot;    // 56: slot of the rule that decided a drop/reject (hit counters)
   Verdict verdict;       // 60
   uint8_t rule_kind;     // 61: cg::RuleKind of that rule (1..7), 0 = none
-  Inspect inspect;       // 62
+  uint8_t inspect;       // 62: the caller's inspection state bits
   uint8_t flags;         // 63: kFlowBlocked; other bits spare
 
   bool blocked() const noexcept { return (flags & kFlowBlocked) != 0; }

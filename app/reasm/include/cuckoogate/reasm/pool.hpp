@@ -82,12 +82,14 @@ enum class Append : uint8_t {
   kOverflow,  // some new bytes did not fit (byte budget or out-of-order window);
               // what fits is kept, data() may have grown: run the detector,
               // and if it still needs more apply inspect_overflow
-  kConflict,  // the segment overlaps bytes held OUT OF ORDER with different
-              // bytes. They are kept (first copy wins) and its new bytes are
-              // stored, but Linux would have let this later copy replace them
-              // if it starts at or before them (docs/reassembly.md): the server
-              // may read other bytes than data() will show. Apply
-              // inspect_overflow. Never returned for a plain retransmission.
+  kConflict,  // the segment overlaps held bytes (in order or out of order)
+              // with different bytes. They are kept (first copy wins) and its
+              // new bytes are stored, but the receiver may read the other copy:
+              // the first may never have reached it (a low TTL, a bad
+              // checksum), and Linux lets a later copy that starts at or before
+              // out-of-order bytes replace them (docs/reassembly.md). An inline
+              // caller drops this segment, so that only the held copy can
+              // reach the receiver. Never returned for a plain retransmission.
   kBadHandle, // 0, a stale handle, or a released slot: nothing done
 };
 
@@ -147,6 +149,9 @@ class Pool {
   std::span<const uint8_t> data(uint32_t handle) const noexcept;
   // Sequence number of data()[0], and of the byte after data() (the next
   // byte the stream needs). 0 for a bad handle.
+  // Out-of-order ranges held beyond data() (0 for a bad handle): with none,
+  // a slot whose data() was all consumed holds nothing and can be released.
+  uint32_t held_out_of_order(uint32_t handle) const noexcept;
   uint32_t first_seq(uint32_t handle) const noexcept;
   uint32_t next_seq(uint32_t handle) const noexcept;
 

@@ -1,0 +1,114 @@
+// Client-stream inspection: which side of a TCP flow is the client, where
+// its messages start, and the whole messages (a TLS ClientHello, each HTTP
+// request head, each DNS-over-TCP query) a segment completes. It drives a
+// Pool and the first-flight detectors, and keeps its per-flow state in nine
+// bytes of the caller's flow entry. Policy and its reasons: docs/reassembly.md.
+//
+// Thread-safety: as the Pool, one thread (the worker that owns the flows).
+// Data-path contract: no allocation, syscall or exception; the work per
+// segment is bounded by its length, the slot's budget and kMaxMessages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuckoogate/reasm/first_flight.hpp"
+#include "cuckoogate/reasm/pool.hpp"
+
+namespace cg::reasm {
+
+// The protocol of a flow's client stream, decided by its first client bytes.
+enum class App : uint8_t { kUnknown = 0, kTls = 1, kHttp = 2, kDns = 3 };
+
+// A flow's inspection state: nine bytes of the caller's flow entry, all zero
+// when the entry is created (then: nothing known). `bits` layout (stream.cpp):
+// phase (3 bits: app, done, dropped), next known, client known, client is
+// the responder, tries (2 bits).
+struct StreamRef {
+  uint32_t& handle;  // the Pool slot holding an unfinished message, 0: none
+  uint32_t& next;    // sequence number where the client's next message starts (if known)
+  uint8_t& bits;
+};
+
+// What the caller knows when it creates a flow entry from a TCP packet.
+// A SYN (without ACK) opens the flow: its sender is the client and the
+// stream starts at seq + 1. A SYN-ACK opens it for a table that did not keep
+// the SYN: its receiver is the client (the flow's initiator, forward) and
+// the stream starts at its ack number. Anything else: nothing is known.
+void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept;
+
+// One TCP segment of the flow with payload.
+struct Segment {
+  uint32_t seq = 0;
+  const uint8_t* p = nullptr;
+  uint32_t len = 0;
+  bool forward = true;       // sent by the flow's initiator
+  uint16_t sport = 0, dport = 0;
+};
+
+enum class Step : uint8_t {
+  kSkip,      // nothing of the client's messages starts or ends here (server
+              // data, a body, bytes held for later): judge no application layer
+  kMessages,  // the sink was given one or more whole messages
+  kOverflow,  // a budget ran out (slot, pool, window, kMaxMessages) or a
+              // segment rewrote held bytes: inspection stopped; the caller
+              // applies inspect_overflow (stream_drop_all() for "drop").
+              // The sink may have been given messages before it happened.
+  kConflict,  // the segment rewrote held bytes with other ones: what the
+              // receiver reads is unknowable, so drop it; every later segment
+              // of the flow is kDropped (legitimate stacks resend the same bytes)
+  kDone,      // inspection of this flow is over (all its segments: kDone)
+  kDropped,   // inspection stopped by stream_drop_all(): the caller drops
+};
+
+// Does a segment of this flow in this direction need segment()? False once
+// inspection is over, and for the server's direction once the client is known.
+bool stream_wants(const StreamRef& s, bool forward) noexcept;
+// After kOverflow with inspect_overflow = "drop": every later segment of the
+// flow (either direction) returns kDropped.
+void stream_drop_all(StreamRef s) noexcept;
+App stream_app(const StreamRef& s) noexcept;
+bool stream_client_known(const StreamRef& s) noexcept;
+
+// Messages one segment may complete (pipelining); more is kOverflow.
+inline constexpr unsigned kMaxMessages = 64;
+
+struct StreamCounters {
+  uint64_t started = 0;    // messages that needed a slot (more than one segment)
+  uint64_t completed = 0;  // of which were completed and handed to the sink
+  uint64_t overflow = 0;   // flows whose inspection stopped on a budget
+  uint64_t conflicts = 0;  // flows dropped because a segment rewrote held bytes
+};
+
+class StreamInspector {
+ public:
+  // The sink gets each whole message, in stream order: the TLS ClientHello as
+  // one record (type 22) with the whole handshake, an HTTP request head from
+  // its request line to its empty line, a DNS query with its 2-byte length
+  // prefix. `p` stays valid only during the call. `first` is true for the
+  // first message of the segment.
+  using Sink = void (*)(void* ctx, const uint8_t* p, std::size_t n, App app, bool first);
+
+  // scratch: kTlsScratch bytes, not shared with anything the sink keeps.
+  StreamInspector(Pool* pool, uint8_t* scratch, std::size_t scratch_cap) noexcept
+      : pool_(pool), scratch_(scratch), cap_(scratch_cap) {}
+
+  Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
+  // Returns the flow's slot, if any (the caller is forgetting the flow).
+  void close(StreamRef s) noexcept;
+  const StreamCounters& counters() const noexcept { return c_; }
+
+ private:
+  bool decide_client(StreamRef s, const Segment& seg) noexcept;
+  Step frame_messages(StreamRef s, const uint8_t* p, std::size_t n, uint32_t seq, bool held, uint16_t dport,
+                      uint64_t now, Sink sink, void* ctx, unsigned* given) noexcept;
+  Step overflow(StreamRef s) noexcept;
+  Step body_overflow(StreamRef s, unsigned given) noexcept;
+  Step finish(StreamRef s) noexcept;
+  Pool* pool_;
+  uint8_t* scratch_;
+  std::size_t cap_;
+  StreamCounters c_;
+};
+
+}  // namespace cg::reasm

@@ -1,0 +1,287 @@
+#include "cuckoogate/reasm/stream.hpp"
+
+namespace cg::reasm {
+
+namespace {
+
+// StreamRef::bits.
+constexpr uint8_t kPhaseMask = 0x07;  // an App, or one of the two below
+constexpr uint8_t kChunked = 4;       // HTTP, inside a chunked body (its head was judged)
+constexpr uint8_t kPhaseDone = 6;
+constexpr uint8_t kPhaseDropped = 7;
+constexpr uint8_t kNextKnown = 0x08;   // `next` is where a client message starts
+constexpr uint8_t kClientKnown = 0x10;
+constexpr uint8_t kClientRev = 0x20;   // the client is the flow's responder
+constexpr uint8_t kTriesShift = 6;     // 2 bits: segments that started no message
+constexpr uint8_t kMaxTries = 3;
+
+uint8_t phase(const StreamRef& s) { return s.bits & kPhaseMask; }
+void set_phase(StreamRef s, uint8_t p) { s.bits = static_cast<uint8_t>((s.bits & ~kPhaseMask) | p); }
+
+// Serial-number difference a - b (RFC 1982): positive when a is after b.
+int32_t seq_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b); }
+
+// A port servers listen on: the well-known range, and the usual alternative
+// HTTP(S) and proxy ports.
+bool service_port(uint16_t p) {
+  return p < 1024 || p == 8080 || p == 8443 || p == 8000 || p == 8008 || p == 8888 || p == 3128;
+}
+
+// The first bytes of something only a client sends first: a TLS record
+// carrying a ClientHello, or an HTTP request line.
+bool looks_like_client(const uint8_t* p, std::size_t n) {
+  if (n >= 6 && p[0] == 22 && p[1] == 3 && p[5] == 1) return true;
+  return detect_http_head(p, n).status != Frame::kInvalid;
+}
+
+}  // namespace
+
+void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept {
+  s.handle = 0;
+  s.next = 0;
+  s.bits = 0;
+  constexpr uint8_t kSyn = 0x02, kAck = 0x10;
+  if ((tcp_flags & (kSyn | kAck)) == kSyn) {  // the client's SYN: its data starts after it
+    s.next = seq + 1;
+    s.bits = static_cast<uint8_t>(kNextKnown | kClientKnown | (sender_is_initiator ? 0 : kClientRev));
+  } else if ((tcp_flags & (kSyn | kAck)) == (kSyn | kAck)) {  // the server's answer
+    s.next = ack;
+    s.bits = static_cast<uint8_t>(kNextKnown | kClientKnown | (sender_is_initiator ? kClientRev : 0));
+  }
+}
+
+bool stream_wants(const StreamRef& s, bool forward) noexcept {
+  const uint8_t ph = phase(s);
+  if (ph == kPhaseDropped) return true;
+  if (ph == kPhaseDone) return false;
+  if ((s.bits & kClientKnown) == 0) return true;
+  return forward == ((s.bits & kClientRev) == 0);
+}
+
+void stream_drop_all(StreamRef s) noexcept { set_phase(s, kPhaseDropped); }
+
+App stream_app(const StreamRef& s) noexcept {
+  const uint8_t ph = phase(s);
+  if (ph == kChunked) return App::kHttp;
+  return ph <= static_cast<uint8_t>(App::kDns) ? static_cast<App>(ph) : App::kUnknown;
+}
+
+bool stream_client_known(const StreamRef& s) noexcept { return (s.bits & kClientKnown) != 0; }
+
+void StreamInspector::close(StreamRef s) noexcept {
+  if (s.handle != 0) pool_->release(s.handle);
+  s.handle = 0;
+}
+
+Step StreamInspector::finish(StreamRef s) noexcept {
+  close(s);
+  set_phase(s, kPhaseDone);
+  return Step::kDone;
+}
+
+// An unfinished message that cannot be held. A chunked body is not a
+// message: the connection's inspection ends as pass (a large upload must not
+// be dropped), and the requests after it are not read (docs/reassembly.md).
+Step StreamInspector::body_overflow(StreamRef s, unsigned given) noexcept {
+  if (phase(s) != kChunked) return overflow(s);
+  finish(s);
+  return given != 0 ? Step::kMessages : Step::kDone;
+}
+
+Step StreamInspector::overflow(StreamRef s) noexcept {
+  ++c_.overflow;
+  close(s);
+  set_phase(s, kPhaseDone);
+  return Step::kOverflow;
+}
+
+// Which side is the client of a flow whose opening was not seen: the side
+// talking to a service port, else the side whose bytes look like a request
+// or ClientHello. False (and a try counted) while it cannot tell.
+bool StreamInspector::decide_client(StreamRef s, const Segment& seg) noexcept {
+  const bool to_service = service_port(seg.dport), from_service = service_port(seg.sport);
+  bool sender_is_client;
+  if (to_service != from_service) {
+    sender_is_client = to_service;
+  } else if (looks_like_client(seg.p, seg.len)) {
+    sender_is_client = true;
+  } else {
+    const auto tries = static_cast<uint8_t>((s.bits >> kTriesShift) + 1);
+    if (tries >= kMaxTries) {
+      finish(s);
+    } else {
+      s.bits = static_cast<uint8_t>((s.bits & ~(3u << kTriesShift)) | (tries << kTriesShift));
+    }
+    return false;
+  }
+  const bool client_forward = sender_is_client == seg.forward;
+  s.bits = static_cast<uint8_t>(s.bits | kClientKnown | (client_forward ? 0 : kClientRev));
+  return true;
+}
+
+// Frames the client's messages in [p, p + n), whose first byte is stream
+// sequence number `seq` and starts a message (or a chunked body). `held`:
+// the bytes are the flow's slot's data(); else a segment's, and an
+// unfinished message goes into a new slot. Leaves `next` at the start of
+// the first message not yet whole.
+Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t n, uint32_t seq, bool held,
+                                     uint16_t dport, uint64_t now, Sink sink, void* ctx,
+                                     unsigned* given) noexcept {
+  const bool sure = (s.bits & kNextKnown) != 0;  // else a guess at a mid-stream boundary
+  std::size_t pos = 0;
+  // Not this protocol after all: a flow whose start was seen is done; at a
+  // guessed boundary, the next segment may be one.
+  auto invalid = [&]() -> Step {
+    if (sure || *given != 0) return finish(s);
+    set_phase(s, 0);
+    const auto tries = static_cast<uint8_t>((s.bits >> kTriesShift) + 1);
+    if (tries >= kMaxTries) return finish(s);
+    s.bits = static_cast<uint8_t>((s.bits & ~(3u << kTriesShift)) | (tries << kTriesShift));
+    close(s);
+    return Step::kSkip;
+  };
+  auto message = [&](const uint8_t* m, std::size_t len, App app) {
+    sink(ctx, m, len, app, *given == 0);
+    ++*given;
+    s.bits = static_cast<uint8_t>((s.bits & ~(3u << kTriesShift)) | kNextKnown);
+  };
+  while (pos < n) {
+    if (*given >= kMaxMessages) return overflow(s);
+    const uint8_t* q = p + pos;
+    const std::size_t left = n - pos;
+    uint8_t ph = phase(s);
+    if (ph == 0) {  // the flow's first client bytes (and its port) say what it speaks
+      ph = static_cast<uint8_t>(q[0] == 22 ? App::kTls : dport == 53 ? App::kDns : App::kHttp);
+      set_phase(s, ph);
+    }
+    std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
+    bool need_more = false;
+    if (ph == static_cast<uint8_t>(App::kTls)) {
+      const TlsClientHello t = detect_tls_client_hello(q, left, scratch_, cap_);
+      if (t.status == Frame::kComplete) {
+        if (held) ++c_.completed;
+        message(t.record, t.record_len, App::kTls);
+        finish(s);  // one ClientHello per connection: the rest is encrypted
+        return Step::kMessages;
+      }
+      if (t.status == Frame::kTooLarge) return overflow(s);
+      if (t.status == Frame::kInvalid) return invalid();
+      need_more = true;
+    } else if (ph == static_cast<uint8_t>(App::kDns)) {
+      const DnsMessage d = detect_dns_tcp(q, left);
+      if (d.status == Frame::kComplete) {
+        if (held) ++c_.completed;
+        message(q, d.next, App::kDns);
+        advance = d.next;
+      } else if (d.status == Frame::kInvalid) {
+        return invalid();
+      } else {
+        need_more = true;
+      }
+    } else if (ph == kChunked) {
+      std::size_t end = 0;
+      const Frame f = find_chunked_end(q, left, &end);
+      if (f == Frame::kComplete) {
+        advance = end;
+        set_phase(s, static_cast<uint8_t>(App::kHttp));
+      } else if (f == Frame::kNeedMore) {
+        need_more = true;
+      } else {
+        return finish(s);  // a broken body: the server closes; nothing more to read
+      }
+    } else {  // HTTP
+      const HttpHead h = detect_http_head(q, left);
+      if (h.status == Frame::kComplete) {
+        if (held) ++c_.completed;
+        message(q + h.start, h.head_end - h.start, App::kHttp);
+        if (h.body == HttpBody::kChunked) {
+          advance = h.head_end;
+          set_phase(s, kChunked);
+        } else {
+          advance = static_cast<std::size_t>(h.next);
+        }
+      } else if (h.status == Frame::kTooLarge) {
+        return overflow(s);
+      } else if (h.status == Frame::kInvalid) {
+        return invalid();
+      } else {
+        need_more = true;
+      }
+    }
+    if (need_more) break;
+    pos += advance;
+  }
+  // pos: where the unfinished message starts (or, past n, where the next one
+  // will, after a body this segment does not hold).
+  s.next = seq + static_cast<uint32_t>(pos);
+  s.bits |= kNextKnown;
+  const Step done = *given != 0 ? Step::kMessages : Step::kSkip;
+  if (held) {
+    if (pos >= n && pool_->held_out_of_order(s.handle) == 0) {
+      close(s);  // nothing held: the next message starts without a slot
+    } else if (pos != 0 && !pool_->consume(s.handle, static_cast<uint32_t>(pos))) {
+      return overflow(s);
+    }
+    return done;
+  }
+  if (pos >= n) return done;
+  // An unfinished message in a segment: hold it from its first byte.
+  ++c_.started;
+  s.handle = pool_ != nullptr ? pool_->begin(s.next, now) : 0;
+  if (s.handle == 0) return overflow(s);
+  const Append a = pool_->append(s.handle, s.next, p + pos, static_cast<uint32_t>(n - pos), now);
+  if (a == Append::kOverflow || a == Append::kBadHandle) return body_overflow(s, *given);
+  return done;
+}
+
+Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept {
+  const uint8_t ph = phase(s);
+  if (ph == kPhaseDropped) return Step::kDropped;
+  if (ph == kPhaseDone) return Step::kDone;
+  if (seg.len == 0) return Step::kSkip;
+  if ((s.bits & kClientKnown) == 0 && !decide_client(s, seg)) return phase(s) == kPhaseDone ? Step::kDone : Step::kSkip;
+  const bool client_forward = (s.bits & kClientRev) == 0;
+  if (seg.forward != client_forward) return Step::kSkip;  // the server's bytes are never parsed
+  unsigned given = 0;
+  if (s.handle == 0) {
+    if ((s.bits & kNextKnown) == 0) s.next = seg.seq;  // picked up mid-stream: try this segment as a start
+    const int32_t gap = seq_diff(seg.seq, s.next);
+    if (gap > 0) {  // the segment holding the message's start is missing: hold this one
+      ++c_.started;
+      s.handle = pool_ != nullptr ? pool_->begin(s.next, now) : 0;
+      if (s.handle == 0) return overflow(s);
+      const Append a = pool_->append(s.handle, seg.seq, seg.p, seg.len, now);
+      if (a == Append::kOverflow || a == Append::kBadHandle) return overflow(s);
+      s.bits |= kNextKnown;
+      return Step::kSkip;
+    }
+    const auto off = static_cast<uint32_t>(-gap);
+    if (off >= seg.len) return Step::kSkip;  // all before the message: a retransmission or a body
+    return frame_messages(s, seg.p + off, seg.len - off, s.next, /*held=*/false, seg.dport, now, sink, ctx,
+                          &given);
+  }
+  const Append a = pool_->append(s.handle, seg.seq, seg.p, seg.len, now);
+  if (a == Append::kBadHandle) {  // the slot was taken back while the flow was idle
+    s.handle = 0;
+    return overflow(s);
+  }
+  if (a == Append::kConflict) {
+    // Two different copies of the same bytes: which one the server reads is
+    // unknowable (the first may never reach it), and whatever was judged may
+    // not be what it reads. Legitimate stacks retransmit the same bytes, so
+    // the flow's client data is dropped from here on.
+    ++c_.conflicts;
+    close(s);
+    set_phase(s, kPhaseDropped);
+    return Step::kConflict;
+  }
+  if (a == Append::kNothing || a == Append::kHeld) return Step::kSkip;
+  const std::span<const uint8_t> held = pool_->data(s.handle);
+  const Step r = frame_messages(s, held.data(), held.size(), pool_->first_seq(s.handle), /*held=*/true,
+                                seg.dport, now, sink, ctx, &given);
+  // Bytes that did not fit, and the message still unfinished: it cannot be read.
+  if (a == Append::kOverflow && s.handle != 0 && phase(s) != kPhaseDone) return body_overflow(s, given);
+  return r;
+}
+
+}  // namespace cg::reasm

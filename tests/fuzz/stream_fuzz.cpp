@@ -1,0 +1,112 @@
+// libFuzzer target for the client-stream inspector (app/reasm/stream.hpp): a
+// client stream cut into segments at fuzzer-chosen points, sent in order or
+// with neighbouring segments swapped, must give exactly the messages the
+// unsegmented stream gives — segmentation never changes what is judged.
+//
+// Input: byte 0 options (bits 0-1: the server port, 80 / 443 / 53 / 8000;
+// bit 2: swap each odd segment with the one before it; bit 3: the flow is
+// picked up mid-stream instead of opened by a SYN-ACK; bit 4: a server
+// segment is sent between client segments), byte 1 the number C of cut
+// points, then C cut points of 16 bits, then the stream (at most 4096 bytes).
+//
+// Checked (abort on violation), for flows whose opening was seen, when
+// neither run overflowed: the same messages in the same order. Mid-stream
+// flows take each segment as a possible message start, so there only the
+// memory safety and the bounds are checked.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuckoogate/reasm/stream.hpp"
+
+namespace {
+
+using namespace cg::reasm;
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+struct Run {
+  std::vector<std::string> messages;
+  bool overflow = false;
+};
+
+void sink(void* ctx, const uint8_t* p, std::size_t n, App, bool) {
+  check(n != 0 && n <= 4096 + kTlsRecordHeader + 4);
+  static_cast<Run*>(ctx)->messages.emplace_back(reinterpret_cast<const char*>(p), n);
+}
+
+struct Piece {
+  uint32_t off, len;
+};
+
+Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces, uint16_t port, bool midstream,
+         bool server_noise) {
+  // A slot budget above any stream here and an out-of-order window above any
+  // swap: only message limits can overflow, never the pool.
+  auto pool = Pool::create({.slots = 2, .slot_bytes = 8192, .max_pending = 4});
+  std::vector<uint8_t> scratch(kTlsScratch);
+  StreamInspector insp(pool.get(), scratch.data(), scratch.size());
+  uint32_t handle = 0, next = 0;
+  uint8_t bits = 0;
+  const StreamRef ref{handle, next, bits};
+  constexpr uint32_t kIsn = 0xffffff00u;
+  stream_open(ref, midstream ? 0x10 : 0x12, 5000, kIsn + 1, /*sender_is_initiator=*/false);
+  Run r;
+  static const uint8_t kServer[] = "GET / HTTP/1.1\r\nHost: server.example\r\n\r\n";
+  for (const Piece& p : pieces) {
+    if (server_noise) {
+      const Segment s{5001, kServer, sizeof kServer - 1, /*forward=*/false, port, 40000};
+      const Step st = insp.segment(ref, s, 0, &sink, &r);
+      check(st != Step::kMessages || midstream);  // the server's bytes are messages only while the client is unknown
+      r.overflow = r.overflow || st == Step::kOverflow;
+    }
+    check(p.off + p.len <= n);
+    const Segment s{kIsn + 1 + p.off, stream + p.off, p.len, true, 40000, port};
+    const Step st = insp.segment(ref, s, 0, &sink, &r);
+    r.overflow = r.overflow || st == Step::kOverflow;
+  }
+  insp.close(ref);
+  check(handle == 0 && pool->free_slots() == 2);
+  return r;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  const uint8_t opt = data[0];
+  const std::size_t cuts = data[1];
+  if (size < 2 + 2 * cuts) return 0;
+  const uint8_t* stream = data + 2 + 2 * cuts;
+  const std::size_t n = std::min<std::size_t>(size - 2 - 2 * cuts, 4096);
+  if (n == 0) return 0;
+  static const uint16_t kPorts[] = {80, 443, 53, 8000};
+  const uint16_t port = kPorts[opt & 3];
+  const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0;
+
+  std::vector<uint32_t> at;
+  for (std::size_t i = 0; i < cuts; ++i) {
+    const uint32_t c = static_cast<uint32_t>(data[2 + 2 * i] << 8 | data[3 + 2 * i]) % static_cast<uint32_t>(n);
+    if (c != 0) at.push_back(c);
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  at.push_back(static_cast<uint32_t>(n));
+  std::vector<Piece> pieces;
+  uint32_t from = 0;
+  for (uint32_t c : at) {
+    pieces.push_back({from, c - from});
+    from = c;
+  }
+  if (swap)
+    for (std::size_t i = 1; i < pieces.size(); i += 2) std::swap(pieces[i - 1], pieces[i]);
+
+  const Run whole = feed(stream, n, {{0, static_cast<uint32_t>(n)}}, port, midstream, false);
+  const Run cut = feed(stream, n, pieces, port, midstream, noise);
+  if (!midstream && !whole.overflow && !cut.overflow) check(whole.messages == cut.messages);
+  return 0;
+}

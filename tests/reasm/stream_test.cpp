@@ -1,0 +1,319 @@
+// Tests for the client-stream inspector (stream.hpp): who the client is,
+// where its messages start, and which whole messages each segment completes
+// (HTTP heads split and pipelined, bodies skipped, DNS over TCP, a split
+// ClientHello), what the server's bytes and mid-stream pickups give, and the
+// budgets.
+#include "cuckoogate/reasm/stream.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "messages.hpp"
+
+namespace {
+
+using namespace cg::reasm;
+using namespace cg::reasm::test;
+
+constexpr uint8_t kSyn = 0x02, kAck = 0x10;
+constexpr uint32_t kIsn = 0xfffffff0u;  // the client's stream crosses 2^32
+
+// One flow's state, as it would sit in a flow entry, and an inspector.
+struct Flow {
+  uint32_t handle = 0, next = 0;
+  uint8_t bits = 0;
+  StreamRef ref() { return {handle, next, bits}; }
+};
+
+struct Harness {
+  explicit Harness(PoolConfig pc = {.slots = 4, .slot_bytes = 4096, .max_pending = 4})
+      : pool(Pool::create(pc)), scratch(kTlsScratch), insp(pool.get(), scratch.data(), scratch.size()) {}
+  Pool::Ptr pool;
+  Bytes scratch;
+  StreamInspector insp;
+  std::vector<std::string> got;  // every message given, in order
+  std::vector<bool> firsts;
+
+  static void sink(void* ctx, const uint8_t* p, std::size_t n, App, bool first) {
+    auto* h = static_cast<Harness*>(ctx);
+    h->got.emplace_back(reinterpret_cast<const char*>(p), n);
+    h->firsts.push_back(first);
+  }
+  // A segment of the stream `s` at offset `off` from the client's first byte.
+  Step client(Flow& f, const std::string& s, std::size_t off, std::size_t len, bool forward = true,
+              uint16_t sport = 40000, uint16_t dport = 80) {
+    Segment seg{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
+                static_cast<uint32_t>(len), forward, sport, dport};
+    return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
+  }
+};
+
+// A flow whose SYN-ACK the gateway saw (the client is the initiator).
+Flow opened() {
+  Flow f;
+  stream_open(f.ref(), kSyn | kAck, 777, kIsn + 1, /*sender_is_initiator=*/false);
+  return f;
+}
+
+const std::string kGet = "GET /a HTTP/1.1\r\nHost: ok.example\r\n\r\n";
+const std::string kBlocked = "GET /secret HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
+
+TEST(Stream, TheHandshakeTellsTheClientAndWhereItsBytesStart) {
+  Flow a;
+  stream_open(a.ref(), kSyn, kIsn, 0, /*sender_is_initiator=*/true);
+  EXPECT_EQ(a.next, kIsn + 1);
+  EXPECT_TRUE(stream_client_known(a.ref()));
+  EXPECT_TRUE(stream_wants(a.ref(), true));
+  EXPECT_FALSE(stream_wants(a.ref(), false));  // the server's bytes are never read
+  Flow b = opened();
+  EXPECT_EQ(b.next, kIsn + 1);
+  EXPECT_TRUE(stream_wants(b.ref(), true));
+  EXPECT_FALSE(stream_wants(b.ref(), false));
+  Flow c;  // a SYN-ACK from the initiator's side: the client is the responder
+  stream_open(c.ref(), kSyn | kAck, 1, 2, /*sender_is_initiator=*/true);
+  EXPECT_FALSE(stream_wants(c.ref(), true));
+  EXPECT_TRUE(stream_wants(c.ref(), false));
+  Flow d;  // a mid-stream ACK: nothing known, both sides looked at
+  stream_open(d.ref(), kAck, 1, 2, true);
+  EXPECT_FALSE(stream_client_known(d.ref()));
+  EXPECT_TRUE(stream_wants(d.ref(), true));
+  EXPECT_TRUE(stream_wants(d.ref(), false));
+}
+
+TEST(Stream, AnHttpHeadSplitAnywhereIsGivenOnceWhole) {
+  const std::string s = kBlocked + kGet;
+  for (std::size_t cut = 1; cut < kBlocked.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, s, 0, cut), Step::kSkip);
+    EXPECT_TRUE(h.got.empty());
+    EXPECT_EQ(h.client(f, s, cut, s.size() - cut), Step::kMessages);
+    ASSERT_EQ(h.got, (std::vector<std::string>{kBlocked, kGet}));
+    EXPECT_EQ(h.firsts, (std::vector<bool>{true, false}));
+    EXPECT_EQ(f.handle, 0u);  // nothing left held: the slot went back
+    EXPECT_EQ(h.pool->free_slots(), 4u);
+    EXPECT_EQ(h.insp.counters().started, 1u);
+    EXPECT_EQ(h.insp.counters().completed, 2u);
+  }
+}
+
+TEST(Stream, ASegmentAheadOfTheMessageStartWaitsForIt) {
+  Harness h;
+  Flow f = opened();
+  const std::size_t cut = 20;
+  EXPECT_EQ(h.client(f, kBlocked, cut, kBlocked.size() - cut), Step::kSkip);  // out of order
+  EXPECT_TRUE(h.got.empty());
+  EXPECT_EQ(h.client(f, kBlocked, 0, cut), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{kBlocked}));
+}
+
+TEST(Stream, PipelinedRequestsInOneSegmentAreEachGiven) {
+  Harness h;
+  Flow f = opened();
+  const std::string s = kGet + kGet + kBlocked;
+  EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{kGet, kGet, kBlocked}));
+  EXPECT_EQ(h.firsts, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(h.insp.counters().started, 0u);  // no slot was needed
+  EXPECT_EQ(f.next, static_cast<uint32_t>(kIsn + 1 + s.size()));
+}
+
+TEST(Stream, ABodyThatLooksLikeARequestIsNotOne) {
+  const std::string post = "POST /up HTTP/1.1\r\nHost: ok.example\r\nContent-Length: " +
+                           std::to_string(kBlocked.size()) + "\r\n\r\n";
+  const std::string s = post + kBlocked + kGet;
+  Harness h;
+  Flow f = opened();
+  EXPECT_EQ(h.client(f, s, 0, post.size()), Step::kMessages);
+  EXPECT_EQ(h.client(f, s, post.size(), kBlocked.size()), Step::kSkip);  // the body
+  EXPECT_EQ(h.client(f, s, post.size() + kBlocked.size(), kGet.size()), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{post, kGet}));
+}
+
+TEST(Stream, AChunkedBodyIsWalkedToTheNextRequest) {
+  const std::string put = "PUT /c HTTP/1.1\nHost: ok.example\nTransfer-Encoding: chunked\n\n";
+  const std::string body = "5\r\nGET /\r\n0\r\n\r\n";
+  const std::string s = put + body + kBlocked;
+  for (std::size_t cut = put.size() + 1; cut < s.size(); cut += 3) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    h.client(f, s, 0, cut);
+    h.client(f, s, cut, s.size() - cut);
+    EXPECT_EQ(h.got, (std::vector<std::string>{put, kBlocked}));
+  }
+}
+
+TEST(Stream, TheServersBytesAreNeverParsed) {
+  Harness h;
+  Flow f = opened();
+  // A download whose segment begins with what looks like a blocked request.
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), /*forward=*/false, 80, 40000), Step::kSkip);
+  EXPECT_TRUE(h.got.empty());
+}
+
+TEST(Stream, MidStreamTheServicePortTellsTheClient) {
+  Harness h;
+  Flow f;  // created by a server segment: the initiator is the server
+  stream_open(f.ref(), kAck, 5, 6, true);
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), /*forward=*/true, 443, 51000), Step::kSkip);
+  EXPECT_TRUE(stream_client_known(f.ref()));
+  EXPECT_FALSE(stream_wants(f.ref(), true));
+  Segment seg{12345, reinterpret_cast<const uint8_t*>(kBlocked.data()), static_cast<uint32_t>(kBlocked.size()),
+              /*forward=*/false, 51000, 443};
+  EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{kBlocked}));
+}
+
+TEST(Stream, MidStreamBetweenTwoHighPortsTheFirstRequestTellsTheClient) {
+  Harness h;
+  Flow f;
+  stream_open(f.ref(), kAck, 5, 6, true);
+  const std::string junk = "\x01\x02 binary answer bytes";
+  EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 50000, 50001), Step::kSkip);
+  EXPECT_FALSE(stream_client_known(f.ref()));
+  Segment seg{999, reinterpret_cast<const uint8_t*>(kBlocked.data()), static_cast<uint32_t>(kBlocked.size()),
+              false, 50001, 50000};
+  EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
+  EXPECT_TRUE(stream_client_known(f.ref()));
+  EXPECT_TRUE(stream_wants(f.ref(), false));
+  EXPECT_FALSE(stream_wants(f.ref(), true));
+}
+
+TEST(Stream, MidStreamSegmentsThatStartNoMessageEndInspectionAfterThree) {
+  Harness h;
+  Flow f;
+  stream_open(f.ref(), kAck, 5, 6, true);
+  const std::string body = "\x7f\x00\x01 not a request line\r\n";
+  EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kSkip);
+  EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kSkip);
+  EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kDone);
+  EXPECT_FALSE(stream_wants(f.ref(), true));
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDone);
+  EXPECT_TRUE(h.got.empty());
+}
+
+TEST(Stream, MidStreamAMessageStartIsFoundInALaterSegment) {
+  Harness h;
+  Flow f;
+  stream_open(f.ref(), kAck, 5, 6, true);
+  const std::string body = "\x7f\x00\x01 rest of an upload\r\n";
+  EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kSkip);
+  Segment seg{kIsn + 4000, reinterpret_cast<const uint8_t*>(kBlocked.data()),
+              static_cast<uint32_t>(kBlocked.size()), true, 40000, 80};
+  EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{kBlocked}));
+}
+
+TEST(Stream, AFlowThatSpeaksSomethingElseIsDone) {
+  Harness h;
+  Flow f = opened();
+  const std::string ssh = "SSH-2.0-OpenSSH_9.2\r\n";  // no method token + space: not HTTP
+  EXPECT_EQ(h.client(f, ssh, 0, ssh.size(), true, 40000, 22), Step::kDone);
+  EXPECT_FALSE(stream_wants(f.ref(), true));
+}
+
+TEST(Stream, ClientHelloSplitOverSegmentsAndRecordsIsOneRecord) {
+  const Bytes hs = client_hello("www.blocked.example");
+  for (const Bytes& wire : {in_records(hs, 16384), two_records(hs, 700), in_records(hs, 100)}) {
+    const std::string s(wire.begin(), wire.end());
+    for (std::size_t cut : {std::size_t{3}, std::size_t{600}, s.size() - 1, s.size()}) {
+      SCOPED_TRACE(cut);
+      Harness h;
+      Flow f = opened();
+      const Step first = h.client(f, s, 0, cut, true, 40000, 443);
+      if (cut < s.size()) {
+        EXPECT_EQ(first, Step::kSkip);
+        EXPECT_EQ(h.client(f, s, cut, s.size() - cut, true, 40000, 443), Step::kMessages);
+      } else {
+        EXPECT_EQ(first, Step::kMessages);
+      }
+      ASSERT_EQ(h.got.size(), 1u);
+      const std::string& rec = h.got[0];
+      ASSERT_EQ(rec.size(), 5 + hs.size());
+      EXPECT_EQ(static_cast<uint8_t>(rec[0]), 22);
+      EXPECT_EQ(rec.substr(5), std::string(hs.begin(), hs.end()));
+      EXPECT_FALSE(stream_wants(f.ref(), true));  // one ClientHello per connection
+      EXPECT_EQ(h.pool->free_slots(), 4u);
+    }
+  }
+}
+
+TEST(Stream, DnsOverTcpQueriesSplitAnywhere) {
+  Bytes wire = dns_query("a.example", 1);
+  append(wire, dns_query("www.blocked.example", 2));
+  const std::string s(wire.begin(), wire.end());
+  for (std::size_t cut = 1; cut < s.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    h.client(f, s, 0, cut, true, 40000, 53);
+    h.client(f, s, cut, s.size() - cut, true, 40000, 53);
+    ASSERT_EQ(h.got.size(), 2u);
+    const Bytes q2 = dns_query("www.blocked.example", 2);
+    EXPECT_EQ(h.got[1], std::string(q2.begin(), q2.end()));  // with its length prefix
+  }
+}
+
+TEST(Stream, NoFreeSlotIsAnOverflow) {
+  Harness h({.slots = 1, .slot_bytes = 4096, .max_pending = 4});
+  Flow a = opened(), b = opened();
+  EXPECT_EQ(h.client(a, kBlocked, 0, 10), Step::kSkip);   // takes the only slot
+  EXPECT_EQ(h.client(b, kBlocked, 0, 10), Step::kOverflow);
+  EXPECT_EQ(h.insp.counters().overflow, 1u);
+  EXPECT_FALSE(stream_wants(b.ref(), true));  // inspection over, as pass
+  stream_drop_all(b.ref());                    // inspect_overflow = "drop"
+  EXPECT_TRUE(stream_wants(b.ref(), false));
+  EXPECT_EQ(h.client(b, kGet, 0, kGet.size()), Step::kDropped);
+}
+
+TEST(Stream, AHeadLargerThanTheSlotIsAnOverflow) {
+  Harness h({.slots = 1, .slot_bytes = 256, .max_pending = 4});
+  Flow f = opened();
+  const std::string big = "GET / HTTP/1.1\r\nX-Pad: " + std::string(1000, 'p') + "\r\nHost: www.blocked.example\r\n\r\n";
+  EXPECT_EQ(h.client(f, big, 0, 100), Step::kSkip);
+  EXPECT_EQ(h.client(f, big, 100, big.size() - 100), Step::kOverflow);
+  EXPECT_EQ(h.pool->free_slots(), 1u);
+}
+
+// A copy that differs from held bytes: which one the receiver reads cannot
+// be known, so the flow's client data is dropped from then on.
+TEST(Stream, RewrittenHeldBytesAreAConflictThatDropsTheFlow) {
+  Harness h;
+  Flow f = opened();
+  std::string other = kBlocked;
+  other[30] = 'X';
+  EXPECT_EQ(h.client(f, kBlocked, 20, 30), Step::kSkip);      // held out of order
+  EXPECT_EQ(h.client(f, other, 10, 40), Step::kConflict);     // covers it with other bytes
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);
+  EXPECT_TRUE(h.got.empty());
+  EXPECT_EQ(h.pool->free_slots(), 4u);
+  EXPECT_EQ(h.insp.counters().conflicts, 1u);
+}
+
+// An insertion: a first copy the server never reads (a low TTL, a bad
+// checksum), then the real bytes. The real copy conflicts and is dropped, so
+// the server cannot get a request the gateway did not judge.
+TEST(Stream, ADifferentCopyOfAnUnfinishedMessageIsAConflict) {
+  Harness h;
+  Flow f = opened();
+  const std::string junk = "x";
+  EXPECT_EQ(h.client(f, junk, 0, 1), Step::kSkip);  // held: a possible request start
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kConflict);
+  EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);  // and every retransmission
+}
+
+TEST(Stream, TooManyMessagesInOneSegmentIsAnOverflow) {
+  Harness h;
+  Flow f = opened();
+  std::string s;
+  const std::string tiny = "GET / HTTP/1.1\n\n";
+  for (unsigned i = 0; i <= kMaxMessages; ++i) s += tiny;
+  EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kOverflow);
+  EXPECT_EQ(h.got.size(), kMaxMessages);
+}
+
+}  // namespace
