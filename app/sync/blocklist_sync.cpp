@@ -223,6 +223,7 @@ bool BlocklistSync::enqueue(std::vector<sync::Entry> entries, std::string* err) 
     return false;
   }
   const bool was_empty = outbox_.empty();
+  outbox_bytes_ += g.bytes;
   outbox_.push_back(std::move(g));
   ++next_group_;
   if (was_empty) first_line_ = 0;
@@ -230,7 +231,6 @@ bool BlocklistSync::enqueue(std::vector<sync::Entry> entries, std::string* err) 
     unqueue_last();
     return false;
   }
-  outbox_bytes_ += outbox_.back().bytes;
   return true;
 }
 
