@@ -113,6 +113,13 @@ class SyncTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     redis_ = std::make_unique<RedisServer>(dir_);
   }
+  // A [sync] config with offline_writes = "queue" (no snapshots).
+  std::string queue_config() {
+    const std::string path = dir_ + "/queue.toml";
+    std::ofstream(path) << "[sync]\nredis = \"" << redis_->url()
+                        << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
+    return path;
+  }
   std::string dir_;
   std::unique_ptr<RedisServer> redis_;
 };
@@ -254,10 +261,8 @@ TEST_F(SyncTest, RedisDownKeepsFilteringRefusesWritesAndConvergesWhenBack) {
 // Redis is back; every gateway converges and each queued write is in the
 // stream exactly once.
 TEST_F(SyncTest, QueuedOfflineWritesSurviveACrashAndReachEveryGatewayOnce) {
-  std::ofstream(dir_ + "/queue.toml") << "[sync]\nredis = \"" << redis_->url()
-                                      << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
-  auto a = Gw::run("qa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
-  auto b = Gw::run("qb", redis_->url(), dir_ + "/state-b", dir_ + "/queue.toml");
+  auto a = Gw::run("qa", redis_->url(), dir_ + "/state-a", queue_config());
+  auto b = Gw::run("qb", redis_->url(), dir_ + "/state-b", queue_config());
   ASSERT_TRUE(a->up()) << a->err();
   ASSERT_TRUE(b->up()) << b->err();
   ASSERT_EQ(a->ctl().ask("add " + rule_n(0)), "OK added");
@@ -292,7 +297,7 @@ TEST_F(SyncTest, QueuedOfflineWritesSurviveACrashAndReachEveryGatewayOnce) {
   a->proc().signal(SIGKILL);
   a->proc().wait(10s);
   a.reset();
-  auto a2 = Gw::run("qa2", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  auto a2 = Gw::run("qa2", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a2->up()) << a2->err();
   EXPECT_TRUE(a2->has(rule_n(2)));
   EXPECT_TRUE(a2->has(rule_n(3)));
@@ -321,9 +326,7 @@ TEST_F(SyncTest, QueuedOfflineWritesSurviveACrashAndReachEveryGatewayOnce) {
 // outbox still holds it. On reconnecting, the gateway recognises it and
 // appends only the rest: nothing twice.
 TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
-  std::ofstream(dir_ + "/queue.toml") << "[sync]\nredis = \"" << redis_->url()
-                                      << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
-  auto a = Gw::run("xa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  auto a = Gw::run("xa", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a->up()) << a->err();
   ASSERT_EQ(a->ctl().ask("add " + rule_n(0)), "OK added");
   redis_->stop();
@@ -339,7 +342,7 @@ TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
   a.reset();
   redis_->start();
   redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", rule_n(1), "origin", "xa", "outbox", first});
-  auto a2 = Gw::run("xa", redis_->url(), dir_ + "/state-a", dir_ + "/queue.toml");
+  auto a2 = Gw::run("xa", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a2->up()) << a2->err();
   ASSERT_TRUE(eventually([&] { return num(stats(a2->ctl()), "sync.queued") == 0; })) << a2->err();
   EXPECT_EQ(redis_->cli({"XLEN", "cuckoogate:rules"}), "3\n");  // rule 0, rule 1 (once), rule 2
@@ -347,6 +350,25 @@ TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
   EXPECT_EQ(stats(a2->ctl()).at("sync.outbox_head"), "-");
   EXPECT_TRUE(a2->has(rule_n(1)));
   EXPECT_TRUE(a2->has(rule_n(2)));
+}
+
+// A write too large for one outbox group (one journal record) is refused
+// with the reason while Redis is down, and nothing of it is applied.
+TEST_F(SyncTest, AnOfflineWriteTooLargeToQueueIsRefusedWhole) {
+  auto a = Gw::run("la", redis_->url(), dir_ + "/state-a", queue_config());
+  ASSERT_TRUE(a->up()) << a->err();
+  redis_->stop();
+  ASSERT_TRUE(eventually([&] { return stats(a->ctl()).at("sync.connected") == "false"; }));
+  std::string load = "load\n";
+  for (int i = 0; i < 60000; ++i) load += "src 10.200." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + "\n";
+  a->ctl().send(load + ".\n");
+  const std::string r = a->ctl().line();
+  EXPECT_EQ(r.rfind("ERR 503", 0), 0u) << r;
+  EXPECT_NE(r.find("too large to queue"), std::string::npos) << r;
+  EXPECT_FALSE(a->has("src 10.200.0.1"));
+  EXPECT_EQ(num(stats(a->ctl()), "sync.queued"), 0u);
+  EXPECT_EQ(a->ctl().ask("add src 10.200.0.1"), "OK added");  // a small one still queues
+  EXPECT_EQ(num(stats(a->ctl()), "sync.queued"), 1u);
 }
 
 // Rule files given at start are not local-only with sync on: they are
