@@ -21,6 +21,10 @@ namespace {
 // Journal compaction threshold: records since the last snapshot.
 constexpr uint64_t kSnapshotEvery = 1u << 20;
 
+// The store names the default set "" (what records before sets mean).
+std::string_view store_set_name(std::string_view set) { return set == "default" ? std::string_view{} : set; }
+std::string_view shown_set_name(std::string_view set) { return set.empty() ? std::string_view("default") : set; }
+
 }  // namespace
 
 // The filter's table: NUMA-local EAL memory when EAL has hugepages; with
@@ -317,11 +321,11 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     texts[i] = c.op == Change::Op::kAdd ? format_rule(c.rule) : std::string();
     sc.push_back({c.op == Change::Op::kAdd ? store::RuleStore::Change::Op::add
                                            : store::RuleStore::Change::Op::del,
-                  orders[i], texts[i], c.ttl_ms});
+                  orders[i], texts[i], c.ttl_ms, store_set_name(c.set)});
     sc_of.push_back(i);
   }
   std::vector<store::Errc> res;
-  const store::Status st = store_->apply(sc, &res, mark);
+  const store::Status st = store_->apply(sc, &res, mark, atomic);
   if (!st.ok()) {
     // Not durable, so not acknowledged: undone. (Workers may have dropped
     // matching packets during the failed sync; the answer is still "not added".)
@@ -382,7 +386,7 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
   return Result::kOk;
 }
 
-Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
+Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std::string_view set) {
   BatchResult res;
   std::vector<const Rule*> fresh;
   std::vector<std::string> orders, texts;
@@ -427,7 +431,7 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules) {
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     texts.push_back(format_rule(*fresh[i]));
   }
-  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0});
+  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0, store_set_name(set)});
   for (const std::string& order : refresh) reqs.push_back({order, {}, 0});
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
@@ -476,9 +480,21 @@ void Blocklist::maybe_snapshot() {
 
 void Blocklist::for_each(std::optional<RuleKind> kind, std::string_view prefix,
                          const std::function<void(std::string_view, int64_t)>& f) const {
+  for_each_in_set(kind, prefix, std::nullopt, [&](std::string_view text, int64_t ttl, std::string_view) { f(text, ttl); });
+}
+
+void Blocklist::for_each_in_set(std::optional<RuleKind> kind, std::string_view prefix,
+                                std::optional<std::string_view> set, const SetVisitor& f) const {
+  std::optional<uint32_t> set_id;
+  if (set) {
+    set_id = store_->find_set(store_set_name(*set));
+    if (!set_id) return;  // no rule ever joined it
+  }
+  std::vector<std::string> names;  // set id -> shown name, looked up once each
   const int64_t now = store_->now();
   auto c = kind ? store_->list_prefix(std::string(1, static_cast<char>(*kind))) : store_->list();
   while (c.next()) {
+    if (set_id && c.value().set_id != *set_id) continue;
     // The stored text is format_rule's canonical form: no need to parse it.
     const std::string_view text = c.value().text;
     if (!prefix.empty()) {
@@ -486,9 +502,59 @@ void Blocklist::for_each(std::optional<RuleKind> kind, std::string_view prefix,
       const std::string_view arg = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
       if (arg.substr(0, prefix.size()) != prefix) continue;
     }
+    const uint32_t id = c.value().set_id;
+    while (names.size() <= id) names.emplace_back(shown_set_name(store_->set_name(static_cast<uint32_t>(names.size()))));
     const int64_t exp = c.value().expiry_unix_ms;
-    f(text, exp == 0 ? 0 : (exp > now ? exp - now : 1));
+    f(text, exp == 0 ? 0 : (exp > now ? exp - now : 1), names[id]);
   }
+}
+
+std::vector<std::pair<std::string, std::size_t>> Blocklist::set_counts() const {
+  auto counts = store_->set_counts();
+  for (auto& [name, n] : counts)
+    if (name.empty()) name = "default";
+  return counts;
+}
+
+Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const std::vector<Rule>& rules) {
+  ReplaceResult res;
+  const std::string_view name = store_set_name(set);
+  const std::optional<uint32_t> id = store_->find_set(name);
+  std::vector<Change> changes;
+  std::unordered_set<std::string> listed;
+  listed.reserve(rules.size());
+  // Additions first: apply() puts them into the lookup structures before the
+  // journal sync, and takes deleted rules out only after it.
+  for (const Rule& r : rules) {
+    std::string order = rule_order_key(r);
+    const auto m = store_->get(order);
+    if (!listed.insert(std::move(order)).second) continue;
+    if (!m) {
+      changes.push_back({Change::Op::kAdd, r, 0, std::string(name)});
+    } else if (id && m->set_id == *id) {
+      ++res.kept;
+    } else {
+      ++res.elsewhere;
+    }
+  }
+  if (id) {
+    for (auto c = store_->list(); c.next();) {
+      if (c.value().set_id != *id || listed.contains(std::string(c.key()))) continue;
+      RuleParse p = parse_rule(c.value().text);  // stored texts always parse
+      if (p.rule) changes.push_back({Change::Op::kDel, std::move(*p.rule), 0, {}});
+    }
+  }
+  for (const Outcome o : apply(changes, /*atomic=*/true)) {
+    switch (o) {
+      case Outcome::kAdded: ++res.added; break;
+      case Outcome::kDeleted: ++res.deleted; break;
+      case Outcome::kFull: res.result = Result::kFull; break;
+      case Outcome::kIoError: res.result = Result::kIoError; break;
+      default: break;
+    }
+  }
+  if (res.result != Result::kOk) return {0, 0, 0, 0, res.result};
+  return res;
 }
 
 }  // namespace cg

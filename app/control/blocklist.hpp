@@ -76,7 +76,24 @@ class Blocklist {
   // kIoError: the journal could not be written).
   // A present rule that had an expiry becomes permanent (counted as updated).
   struct BatchResult { std::size_t added = 0, existed = 0, updated = 0; Result result = Result::kOk; };
-  BatchResult add_batch(const std::vector<Rule>& rules);
+  // `set`: the named set the new rules join ("" or "default": the default set).
+  BatchResult add_batch(const std::vector<Rule>& rules, std::string_view set = {});
+
+  // Named sets (docs/rules.md, "Named sets"). A rule belongs to one set, the
+  // one its first add named; an add into another set leaves it where it is.
+  // replace_set makes the set's rules exactly `rules`, all or nothing, as one
+  // journal transaction: listed rules not present are added to it, its rules
+  // not listed are deleted, its listed rules are untouched (hit counters and
+  // expiry kept), listed rules of other sets stay theirs (`elsewhere`). New
+  // rules reach the lookup structures before the sync, removed ones leave
+  // after it: workers never see the set without a rule that both have.
+  struct ReplaceResult {
+    std::size_t added = 0, deleted = 0, kept = 0, elsewhere = 0;
+    Result result = Result::kOk;  // kFull, kIoError: nothing changed
+  };
+  ReplaceResult replace_set(std::string_view set, const std::vector<Rule>& rules);
+  // Rules per named set ("default" for the default set), sets in first-use order.
+  std::vector<std::pair<std::string, std::size_t>> set_counts() const;
 
   // Changes applied together with one journal sync (group commit of
   // pipelined requests, and atomic multi-rule requests). Each change sees the
@@ -86,6 +103,7 @@ class Blocklist {
     Op op = Op::kAdd;
     Rule rule;
     int64_t ttl_ms = 0;  // add only; 0 = no expiry
+    std::string set;     // add only: the named set of a new rule ("" or "default": default)
   };
   enum class Outcome : uint8_t {
     kAdded, kExists, kUpdated,  // add
@@ -126,6 +144,11 @@ class Blocklist {
   // in ms (0 = no expiry).
   void for_each(std::optional<RuleKind> kind, std::string_view prefix,
                 const std::function<void(std::string_view text, int64_t ttl_left_ms)>& f) const;
+  // The same, only the rules of the named set `set` when given, and f also
+  // gets each rule's set name ("default" for the default set).
+  using SetVisitor = std::function<void(std::string_view text, int64_t ttl_left_ms, std::string_view set)>;
+  void for_each_in_set(std::optional<RuleKind> kind, std::string_view prefix,
+                       std::optional<std::string_view> set, const SetVisitor& f) const;
 
   const GatewayFilter& filter() const noexcept { return *filter_; }
   const ExactSet& exact() const noexcept { return *exact_; }

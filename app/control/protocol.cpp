@@ -49,6 +49,12 @@ std::string_view outcome_word(Blocklist::Outcome o) {
   }
 }
 
+// Named sets are not carried by the Redis sync's entries (docs/sync.md).
+constexpr std::string_view kSetsNotShared =
+    "named sets and load replace are not replicated by the Redis sync: with a shared blocklist, "
+    "use the default set";
+bool named_set(std::string_view set) { return !set.empty() && set != "default"; }
+
 // The shared log could not take a change: nothing was acknowledged.
 void unavailable(std::string& out, std::string_view what, const std::string& why) {
   err(out, 503, std::string(what) + ": the shared blocklist is unavailable: " + why);
@@ -108,10 +114,26 @@ void CommandHandler::line_too_long(Session& s, std::string& out) {
 }
 
 void CommandHandler::finish_load(Session& s, std::string& out) {
+  if (s.load_replace) {
+    const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_rules);
+    if (r.result == Blocklist::Result::kFull) {
+      err(out, 507, "replace rejected, nothing changed: blocklist full (capacity " +
+                        std::to_string(b_.capacity()) + ")");
+    } else if (r.result != Blocklist::Result::kOk) {
+      err(out, 500, "replace rejected, nothing changed: the journal could not be written: " + b_.last_error());
+    } else {
+      adds_ += r.added;
+      dels_ += r.deleted;
+      out += "OK replaced set " + s.load_set + ": loaded " + std::to_string(s.load_rules.size()) + " added " +
+             std::to_string(r.added) + " deleted " + std::to_string(r.deleted) + " kept " +
+             std::to_string(r.kept) + " elsewhere " + std::to_string(r.elsewhere) + "\n";
+    }
+    return;
+  }
   Blocklist::BatchResult r;
   std::string why;
   if (repl_ == nullptr) {
-    r = b_.add_batch(s.load_rules);
+    r = b_.add_batch(s.load_rules, s.load_set);
   } else if (!repl_->load(s.load_rules, &r, &why)) {
     unavailable(out, "load rejected, nothing applied", why);
     return;
@@ -162,8 +184,8 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
   const std::string_view t = trim(line);
   if (t == ".") {
     if (!s.stream_error.empty()) {
-      err(out, 400, std::string(s.mode == Session::Mode::kBatch ? "batch" : "load") +
-                        " rejected, nothing applied: " + s.stream_error);
+      err(out, s.stream_code, std::string(s.mode == Session::Mode::kBatch ? "batch" : "load") +
+                                  " rejected, nothing applied: " + s.stream_error);
     } else if (s.mode == Session::Mode::kLoad) {
       finish_load(s, out);
     } else {
@@ -195,15 +217,21 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
     release(s);
     return;
   }
+  if (repl_ != nullptr && named_set(p.req->set)) {
+    s.stream_error = "line " + std::to_string(s.stream_line) + ": " + std::string(kSetsNotShared);
+    s.stream_code = 501;
+    release(s);
+    return;
+  }
   if (!hold(s, rule_bytes(*p.req->rule), out)) return;
   s.batch.push_back({p.req->verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
-                     std::move(*p.req->rule), p.req->ttl_ms});
+                     std::move(*p.req->rule), p.req->ttl_ms, std::move(p.req->set)});
   s.batch_lines.push_back(s.stream_line);
 }
 
 void CommandHandler::queue(const Request& r, std::string& out) {
   pending_.push_back({{r.verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
-                       *r.rule, r.ttl_ms},
+                       *r.rule, r.ttl_ms, r.set},
                       &out});
   if (pending_.size() >= kMaxGroup) commit();
 }
@@ -255,6 +283,11 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     return;
   }
   RequestParse p = parse_request(line);
+  if (p.req && repl_ != nullptr && p.req->verb == Verb::kAdd && named_set(p.req->set)) {
+    commit();  // answers stay in request order
+    err(out, 501, kSetsNotShared);
+    return;
+  }
   if (p.req && (p.req->verb == Verb::kAdd || p.req->verb == Verb::kDel)) {
     queue(*p.req, out);
     return;
@@ -276,6 +309,14 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       s.mode = r.verb == Verb::kLoad ? Session::Mode::kLoad : Session::Mode::kBatch;
       s.stream_line = 0;
       s.stream_error.clear();
+      s.stream_code = 400;
+      s.load_set = r.set;
+      s.load_replace = r.replace;
+      if (repl_ != nullptr && (r.replace || named_set(r.set))) {
+        // Refused at the final '.': the stream's lines must still be read as rules.
+        s.stream_error = kSetsNotShared;
+        s.stream_code = 501;
+      }
       release(s);
       break;
     case Verb::kList:
@@ -284,13 +325,18 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       const bool with_hits = r.verb == Verb::kHits;
       std::string body;
       std::size_t n = 0;
-      b_.for_each(r.kind, r.prefix, [&](std::string_view text, int64_t ttl_left_ms) {
+      const auto only = r.set.empty() ? std::nullopt : std::optional<std::string_view>(r.set);
+      b_.for_each_in_set(r.kind, r.prefix, only, [&](std::string_view text, int64_t ttl_left_ms, std::string_view set) {
         body += text;
         if (with_hits) {
           const RuleParse rp = parse_rule(text);  // stored texts always parse
           body += " hits=" + std::to_string(rp.rule ? b_.hits(*rp.rule) : 0);
         } else if (ttl_left_ms > 0) {
           body += " ttl=" + std::to_string((ttl_left_ms + 999) / 1000);
+        }
+        if (!with_hits && named_set(set)) {  // a list line is an add argument: it keeps its set
+          body += " set=";
+          body += set;
         }
         body += '\n';
         ++n;
@@ -302,6 +348,9 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     case Verb::kInfo:
       out += "OK\n";
       (r.verb == Verb::kStats ? stats_ : info_)(out);
+      if (r.verb == Verb::kInfo) {
+        for (const auto& [name, n] : b_.set_counts()) out += "sets." + name + " " + std::to_string(n) + "\n";
+      }
       out += ".\n";
       break;
     case Verb::kFlush: {

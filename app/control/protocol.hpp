@@ -45,6 +45,9 @@ struct Session {
   std::size_t held_bytes = 0;    // accounted memory of load_rules / batch
   std::string stream_error;      // first error in the stream (the load/batch is then rejected)
   std::size_t stream_line = 0;   // lines read since `load`/`batch`
+  int stream_code = 400;         // the code stream_error is answered with
+  std::string load_set;          // kLoad: `load set=NAME` ("" = default)
+  bool load_replace = false;     // kLoad: `load set=NAME replace`
 };
 
 // Where the control socket's writes go when the blocklist is shared by many

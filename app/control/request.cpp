@@ -1,6 +1,7 @@
 #include "control/request.hpp"
 
 #include <cstdio>
+#include <tuple>
 
 namespace cg {
 namespace {
@@ -30,26 +31,45 @@ RequestParse fail(std::string msg, int code = 400) {
 
 constexpr std::string_view kKinds = "flow, src, dst, ip, service, url, host";
 
-// `RULE [ttl=SECONDS]` (ttl only when allowed).
-RequestParse rule_args(Verb verb, std::string_view arg, bool ttl_allowed) {
+// "set=NAME" -> NAME into *set, or the error.
+std::optional<std::string> set_option(std::string_view word, std::string* set) {
+  const std::string_view v = word.substr(4);
+  if (!set->empty()) return "set= given twice";
+  if (!valid_set_name(v))
+    return "bad set name '" + std::string(v.substr(0, kMaxSetName)) + "': expected 1 to " +
+           std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
+  set->assign(v);
+  return std::nullopt;
+}
+
+// "ttl=SECONDS" -> milliseconds into *ttl_ms, or the error.
+std::optional<std::string> ttl_option(std::string_view word, int64_t* ttl_ms) {
+  const std::string_view v = word.substr(4);
+  if (*ttl_ms != 0) return "ttl= given twice";
+  uint64_t secs = 0;
+  bool ok = !v.empty() && v.size() <= 9;
+  for (char ch : v) {
+    ok = ok && ch >= '0' && ch <= '9';
+    if (ok) secs = secs * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  if (!ok || secs == 0 || secs > kMaxTtlSeconds)
+    return "bad ttl '" + std::string(v) + "': expected whole seconds, 1 to " + std::to_string(kMaxTtlSeconds);
+  *ttl_ms = static_cast<int64_t>(secs) * 1000;
+  return std::nullopt;
+}
+
+// `RULE [ttl=SECONDS] [set=NAME]` (the options, in any order, only for add).
+RequestParse rule_args(Verb verb, std::string_view arg, bool options_allowed) {
   Request r;
   r.verb = verb;
-  std::size_t last = arg.size();
-  while (last > 0 && !blank(arg[last - 1])) --last;
-  const std::string_view tail = arg.substr(last);
-  if (tail.starts_with("ttl=")) {
-    if (!ttl_allowed) return fail("ttl= is only for add");
-    const std::string_view v = tail.substr(4);
-    uint64_t secs = 0;
-    bool ok = !v.empty() && v.size() <= 9;
-    for (char ch : v) {
-      ok = ok && ch >= '0' && ch <= '9';
-      if (ok) secs = secs * 10 + static_cast<uint64_t>(ch - '0');
-    }
-    if (!ok || secs == 0 || secs > kMaxTtlSeconds)
-      return fail("bad ttl '" + std::string(v) + "': expected whole seconds, 1 to " +
-                  std::to_string(kMaxTtlSeconds));
-    r.ttl_ms = static_cast<int64_t>(secs) * 1000;
+  for (;;) {
+    std::size_t last = arg.size();
+    while (last > 0 && !blank(arg[last - 1])) --last;
+    const std::string_view tail = arg.substr(last);
+    const bool ttl = tail.starts_with("ttl="), set = tail.starts_with("set=");
+    if (!ttl && !set) break;
+    if (!options_allowed) return fail(std::string(ttl ? "ttl=" : "set=") + " is only for add");
+    if (auto bad = ttl ? ttl_option(tail, &r.ttl_ms) : set_option(tail, &r.set)) return fail(*bad);
     arg = trim(arg.substr(0, last));
   }
   if (arg.empty()) return fail("missing rule");
@@ -129,6 +149,10 @@ RequestParse parse_request(std::string_view line) {
     Request r;
     r.verb = cmd == "list" ? Verb::kList : Verb::kHits;
     auto [kind_word, prefix] = split_word(arg);
+    if (kind_word.starts_with("set=")) {  // `list|hits set=NAME [KIND [PREFIX]]`
+      if (auto bad = set_option(kind_word, &r.set)) return fail(*bad);
+      std::tie(kind_word, prefix) = split_word(prefix);
+    }
     if (!kind_word.empty()) {
       r.kind = kind_from_name(kind_word);
       if (!r.kind)
@@ -159,7 +183,24 @@ RequestParse parse_request(std::string_view line) {
     out.req = std::move(r);
     return out;
   }
-  if (cmd == "load") return no_args(Verb::kLoad, cmd, arg);
+  if (cmd == "load") {
+    // `load [set=NAME] [replace]`
+    Request r;
+    r.verb = Verb::kLoad;
+    for (auto [w, rest] = split_word(arg); !w.empty(); std::tie(w, rest) = split_word(rest)) {
+      if (w.starts_with("set=")) {
+        if (auto bad = set_option(w, &r.set)) return fail(*bad);
+      } else if (w == "replace" && !r.replace) {
+        r.replace = true;
+      } else {
+        return fail("load takes set=NAME and replace, not '" + std::string(w.substr(0, 64)) + "'");
+      }
+    }
+    if (r.replace && r.set.empty()) return fail("load replace needs set=NAME: the set it replaces");
+    RequestParse out;
+    out.req = std::move(r);
+    return out;
+  }
   if (cmd == "batch") return no_args(Verb::kBatch, cmd, arg);
   if (cmd == "stats") return no_args(Verb::kStats, cmd, arg);
   if (cmd == "info") return no_args(Verb::kInfo, cmd, arg);
@@ -178,9 +219,17 @@ RequestParse parse_batch_line(std::string_view line) {
   return fail("a batch holds only 'add RULE [ttl=SECONDS]' and 'del RULE' lines");
 }
 
+bool valid_set_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > kMaxSetName) return false;
+  for (const char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
 std::string_view request_help() {
-  return "add RULE [ttl=SECONDS]|del RULE|check RULE|batch (add/del lines, then '.')|"
-         "load (rules, then '.')|list [KIND] [PREFIX]|hits [KIND] [PREFIX]|stats|info|"
+  return "add RULE [ttl=SECONDS] [set=NAME]|del RULE|check RULE|batch (add/del lines, then '.')|"
+         "load [set=NAME] [replace] (rules, then '.')|list [set=NAME] [KIND] [PREFIX]|"
+         "hits [set=NAME] [KIND] [PREFIX]|stats|info|"
          "flush all|flush KIND|ping|help|quit";
 }
 

@@ -61,6 +61,8 @@ struct Request {
   std::optional<RuleKind> kind;   // list, hits: filter; flush: the kind (nullopt with all = true)
   bool all = false;               // flush all
   std::string prefix;             // list, hits
+  std::string set;                // add: set=NAME; load: set=NAME; list, hits: only this set ("" = not given)
+  bool replace = false;           // load: `replace` (the set becomes exactly the stream's rules)
 };
 
 struct RequestParse {
@@ -68,6 +70,10 @@ struct RequestParse {
   int code = 400;
   std::string error;
 };
+
+// A set name (set=NAME): 1 to kMaxSetName bytes of a-z, 0-9, '_' and '-'.
+inline constexpr std::size_t kMaxSetName = 64;
+bool valid_set_name(std::string_view name) noexcept;
 
 // Longest ttl= value, in seconds (about 31 years).
 inline constexpr uint64_t kMaxTtlSeconds = 999'999'999;

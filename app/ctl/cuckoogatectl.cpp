@@ -225,6 +225,8 @@ constexpr std::size_t kBadLinesShown = 5;
 
 struct LoadArgs {
   std::string file;
+  std::string set;       // --set NAME
+  bool replace = false;  // --replace
   cg::feeds::Options feed;
   bool skip_bad = false;
 };
@@ -299,7 +301,10 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   // errors name the feed's own lines and only good rules are sent.
   const bool convert = a.feed.format != cg::feeds::Format::kRules || a.skip_bad;
   Progress progress(isatty(STDERR_FILENO) != 0, total);
-  c.send("load\n");
+  std::string head = "load";
+  if (!a.set.empty()) head += " set=" + a.set;
+  if (a.replace) head += " replace";
+  c.send(head + "\n");
   std::string chunk, line;
   std::vector<cg::Rule> line_rules;
   std::size_t read = 0, lines = 0, rules = 0, bad = 0;
@@ -382,6 +387,8 @@ int main(int argc, char** argv) {
   bool stats_json = false, info_json = false;
   auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
   add->add_option("rule", add_args, "Rule(s)")->required();
+  std::string add_set, list_set, hits_set;
+  add->add_option("--set", add_set, "The named set new rules join (default: default)");
   unsigned ttl = 0;
   add->add_option("--ttl", ttl, "The rules expire after SECONDS")->check(CLI::Range(1u, 999999999u));
   auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
@@ -396,11 +403,16 @@ int main(int argc, char** argv) {
   load->add_option("--as", load_as, "cidr: the rule kind of each line, src, dst or ip (default ip)")
       ->check(CLI::IsMember({"src", "dst", "ip"}));
   load->add_flag("--skip-bad", load_args.skip_bad, "Load the good lines, count and skip the bad ones");
+  load->add_option("--set", load_args.set, "The named set the rules join (default: default)");
+  load->add_flag("--replace", load_args.replace,
+                 "With --set: the set becomes exactly these rules, in one atomic change");
   auto* list = app.add_subcommand("list", "List rules in order: list [KIND] [PREFIX]");
   list->add_option("args", list_args, "KIND (flow, src, dst, ip, service, url, host) and PREFIX");
+  list->add_option("--set", list_set, "Only the rules of this named set");
   std::vector<std::string> hits_args;
   auto* hits = app.add_subcommand("hits", "Rules with their confirmed-hit counts: hits [KIND] [PREFIX]");
   hits->add_option("args", hits_args, "KIND and PREFIX, as for list");
+  hits->add_option("--set", hits_set, "Only the rules of this named set");
   auto* stats = app.add_subcommand("stats", "Packet counters, totals and per worker");
   stats->add_flag("--json", stats_json, "Print JSON");
   auto* info = app.add_subcommand("info", "Filter capacity, load, fingerprint bits, memory");
@@ -420,7 +432,8 @@ int main(int argc, char** argv) {
   if (hits_args.size() > 2) die("hits takes at most KIND and PREFIX");
   for (const auto* args : {&add_args, &del_args, &check_args, &list_args, &hits_args})
     refuse_line_breaks(*args);
-  refuse_line_breaks({flush_scope});
+  refuse_line_breaks({flush_scope, add_set, list_set, hits_set, load_args.set});
+  if (load_args.replace && load_args.set.empty()) die("--replace needs --set NAME: the set it replaces");
   if (load->parsed()) {
     load_args.feed.format = *cg::feeds::format_from_name(load_format);  // checked by IsMember
     if (!load_as.empty() && load_args.feed.format != cg::feeds::Format::kCidr)
@@ -429,7 +442,9 @@ int main(int argc, char** argv) {
   }
 
   Connection c(sock);
-  if (add->parsed()) return cmd_rules(c, "add", add_args, ttl ? " ttl=" + std::to_string(ttl) : "");
+  if (add->parsed())
+    return cmd_rules(c, "add", add_args,
+                     (ttl ? " ttl=" + std::to_string(ttl) : "") + (add_set.empty() ? "" : " set=" + add_set));
   if (del->parsed()) return cmd_rules(c, "del", del_args);
   if (check->parsed()) {
     const auto resp = request(c, join("check", check_args), false);
@@ -439,8 +454,10 @@ int main(int argc, char** argv) {
     return present ? 0 : 1;
   }
   if (load->parsed()) return cmd_load(c, load_args);
-  if (list->parsed()) return cmd_multi(c, join("list", list_args), false, "(no rules match)");
-  if (hits->parsed()) return cmd_multi(c, join("hits", hits_args), false, "(no rules match)");
+  if (list->parsed())
+    return cmd_multi(c, join(list_set.empty() ? "list" : "list set=" + list_set, list_args), false, "(no rules match)");
+  if (hits->parsed())
+    return cmd_multi(c, join(hits_set.empty() ? "hits" : "hits set=" + hits_set, hits_args), false, "(no rules match)");
   if (stats->parsed()) return cmd_multi(c, "stats", stats_json);
   if (info->parsed()) return cmd_multi(c, "info", info_json);
   if (flush->parsed()) {

@@ -32,7 +32,7 @@ TEST(Request, ControlCharactersInsideALineAreRefused) {
 }
 
 TEST(Request, EveryCommandChecksItsArgumentCount) {
-  for (const char* line : {"ping x", "help x", "quit now", "stats x", "info x", "load x", "batch x"}) {
+  for (const char* line : {"ping x", "help x", "quit now", "stats x", "info x", "batch x"}) {
     const RequestParse p = P(line);
     EXPECT_FALSE(p.req) << line;
     EXPECT_NE(p.error.find("takes no argument"), std::string::npos) << line << ": " << p.error;
@@ -82,6 +82,67 @@ TEST(Request, BatchLinesAreOnlyAddAndDel) {
   EXPECT_FALSE(parse_batch_line("flush all").req);
   EXPECT_FALSE(parse_batch_line("add host a.test\rflush all").req);
   EXPECT_FALSE(parse_batch_line("host a.test").req);
+}
+
+// Named sets (issue 12, item 6).
+TEST(Request, AddTakesASetBeforeOrAfterTheTtl) {
+  for (const char* line : {"add host a.org set=ads ttl=5", "add host a.org ttl=5 set=ads"}) {
+    const RequestParse p = P(line);
+    ASSERT_TRUE(p.req) << line << ": " << p.error;
+    EXPECT_EQ(p.req->set, "ads");
+    EXPECT_EQ(p.req->ttl_ms, 5000);
+    EXPECT_EQ(format_rule(*p.req->rule), "host a.org");
+  }
+  EXPECT_EQ(P("add src 192.0.2.1 set=spam_haus-2").req->set, "spam_haus-2");
+  EXPECT_EQ(P("add src 192.0.2.1").req->set, "");
+  const std::string long_name(kMaxSetName + 1, 'a');
+  for (const std::string& bad : std::vector<std::string>{"add host a.org set=", "add host a.org set=Ads", "add host a.org set=a.b",
+                                "add host a.org set=" + long_name, "add host a.org set=a set=b",
+                                "add host a.org ttl=5 ttl=6", "del host a.org set=ads", "check host a.org set=a",
+                                "add set=ads"})
+    EXPECT_FALSE(P(bad).req) << bad;
+  EXPECT_NE(P("add host a.org set=A").error.find("bad set name 'A'"), std::string::npos);
+  EXPECT_TRUE(P("add host a.org set=" + std::string(kMaxSetName, 'z')).req);
+  const RequestParse b = parse_batch_line("add host a.test set=ads");
+  ASSERT_TRUE(b.req);
+  EXPECT_EQ(b.req->set, "ads");
+}
+
+TEST(Request, LoadTakesASetAndReplace) {
+  RequestParse p = P("load set=spamhaus replace");
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_EQ(p.req->verb, Verb::kLoad);
+  EXPECT_EQ(p.req->set, "spamhaus");
+  EXPECT_TRUE(p.req->replace);
+  p = P("load replace set=spamhaus");
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_TRUE(p.req->replace);
+  p = P("load set=ads");
+  ASSERT_TRUE(p.req);
+  EXPECT_FALSE(p.req->replace);
+  p = P("load");
+  ASSERT_TRUE(p.req);
+  EXPECT_EQ(p.req->set, "");
+  p = P("load replace");
+  EXPECT_FALSE(p.req);
+  EXPECT_NE(p.error.find("needs set=NAME"), std::string::npos) << p.error;
+  for (const char* bad : {"load x", "load set=a set=b", "load set=a replace replace", "load set=A"})
+    EXPECT_FALSE(P(bad).req) << bad;
+  EXPECT_NE(P("load x").error.find("load takes set=NAME and replace, not 'x'"), std::string::npos);
+}
+
+TEST(Request, ListAndHitsTakeASetFirst) {
+  RequestParse p = P("list set=ads host a.");
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_EQ(p.req->set, "ads");
+  EXPECT_EQ(p.req->kind, RuleKind::kHost);
+  EXPECT_EQ(p.req->prefix, "a.");
+  p = P("hits set=ads");
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_EQ(p.req->set, "ads");
+  EXPECT_FALSE(p.req->kind);
+  EXPECT_FALSE(P("list set=Ads").req);
+  EXPECT_EQ(P("list host set=ads").req->prefix, "set=ads");  // the set comes first; after the kind it is a prefix
 }
 
 std::vector<std::string> drain(LineFramer& f, int* too_long = nullptr) {

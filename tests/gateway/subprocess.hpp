@@ -186,15 +186,18 @@ inline bool wait_for_socket(const std::string& path, std::chrono::milliseconds t
   return false;
 }
 
-// `cuckoogate run` on two net_null vdevs, no state directory, its control
-// socket at `sock`, output in DIR/gw.out and DIR/gw.err: the gateway the
+// `cuckoogate run [run_args]` on two net_null vdevs, its control socket at
+// `sock`, output in DIR/NAME.out and DIR/NAME.err: the gateway the
 // cuckoogatectl tests talk to. Running once `sock` answers, else null with
 // *err holding what it printed.
 inline Process* start_null_gateway(const std::string& gateway, const std::string& sock, const std::string& dir,
-                                   std::string* err) {
-  auto* gw = new Process({gateway, "run", "--ctl", sock, "--", "--no-huge", "--no-pci", "--no-shconf", "-m",
-                          "512", "--vdev=net_null0", "--vdev=net_null1", "--log-level=lib.eal:error"},
-                         dir + "/gw.out", dir + "/gw.err");
+                                   std::string* err, const std::vector<std::string>& run_args = {},
+                                   const std::string& name = "gw") {
+  std::vector<std::string> argv = {gateway, "run", "--ctl", sock};
+  argv.insert(argv.end(), run_args.begin(), run_args.end());
+  argv.insert(argv.end(), {"--", "--no-huge", "--no-pci", "--no-shconf", "-m", "768", "--vdev=net_null0",
+                           "--vdev=net_null1", "--log-level=lib.eal:error"});
+  auto* gw = new Process(argv, dir + "/" + name + ".out", dir + "/" + name + ".err");
   if (wait_for_socket(sock, std::chrono::seconds(30))) return gw;
   *err = gw->err();
   delete gw;

@@ -21,28 +21,32 @@ T get(const char* p) {
 
 void encode_record(const StoreRecord& r, std::string* out) {
   out->push_back(static_cast<char>(r.op));
-  out->push_back(1);  // version
-  put<std::uint16_t>(out, 0);
+  out->push_back(r.set.empty() ? 1 : 2);  // version: 1 is what readers before sets understand
+  put<std::uint16_t>(out, static_cast<std::uint16_t>(r.set.size()));
   put<std::uint32_t>(out, static_cast<std::uint32_t>(r.key.size()));
   put<std::uint64_t>(out, r.id);
   put<std::int64_t>(out, r.added_unix_ms);
   put<std::int64_t>(out, r.expiry_unix_ms);
   out->append(r.key);
+  out->append(r.set);
   out->append(r.text);
 }
 
 bool decode_record(std::string_view p, StoreRecord* r) {
   if (p.size() < kStoreRecordFixed) return false;
   const auto op = static_cast<std::uint8_t>(p[0]);
-  if (op < 1 || op > 4 || p[1] != 1) return false;
+  if (op < 1 || op > 6 || (p[1] != 1 && p[1] != 2)) return false;
   const auto key_len = get<std::uint32_t>(p.data() + 4);
-  if (key_len > p.size() - kStoreRecordFixed) return false;
+  const auto set_len = get<std::uint16_t>(p.data() + 2);
+  if ((p[1] == 1) != (set_len == 0)) return false;
+  if (key_len > p.size() - kStoreRecordFixed || set_len > p.size() - kStoreRecordFixed - key_len) return false;
   r->op = static_cast<RecordOp>(op);
   r->id = get<std::uint64_t>(p.data() + 8);
   r->added_unix_ms = get<std::int64_t>(p.data() + 16);
   r->expiry_unix_ms = get<std::int64_t>(p.data() + 24);
   r->key.assign(p.substr(kStoreRecordFixed, key_len));
-  r->text.assign(p.substr(kStoreRecordFixed + key_len));
+  r->set.assign(p.substr(kStoreRecordFixed + key_len, set_len));
+  r->text.assign(p.substr(kStoreRecordFixed + key_len + set_len));
   return true;
 }
 

@@ -33,6 +33,20 @@ Status RuleStore::open(Options opt, std::unique_ptr<RuleStore>* out, RecoveryRep
     if (Status s = DurableLog::open(lo, apply, apply, &st->log_, report); !s.ok()) return s;
     if (!replay_error.ok()) return replay_error;
     st->note_synced();
+    if (st->txn_left_ > 0 || !st->txn_records_.empty()) {
+      // A crash cut an atomic group short: none of it was applied. Close it
+      // in the journal, or the records appended from now on would be read
+      // as its missing part at the next start.
+      const std::size_t cut = st->txn_records_.size();
+      st->txn_records_.clear();
+      st->txn_left_ = 0;
+      StoreRecord abort;
+      abort.op = RecordOp::txn_abort;
+      if (Status s = st->append_and_sync({abort}); !s.ok()) return s;
+      if (report != nullptr)
+        report->notes.push_back("discarded an atomic change cut short by a crash (" + std::to_string(cut) +
+                                " of its records were on disk; none applied)");
+    }
   }
   // Drop what expired while we were down; index the rest by deadline.
   const std::int64_t now = st->clock_();
@@ -63,13 +77,38 @@ void RuleStore::apply_replay(std::string_view payload, Status* error) {
                              " (written by an incompatible version?)"};
     return;
   }
+  if (r.op == RecordOp::txn) {
+    txn_records_.clear();  // an unfinished earlier one: always closed by txn_abort, dropped if not
+    txn_left_ = r.id;
+    return;
+  }
+  if (r.op == RecordOp::txn_abort) {
+    txn_records_.clear();
+    txn_left_ = 0;
+    return;
+  }
+  if (txn_left_ > 0) {
+    txn_records_.push_back(std::move(r));
+    if (--txn_left_ == 0) {
+      for (StoreRecord& t : txn_records_) replay_record(std::move(t));
+      txn_records_.clear();
+    }
+    return;
+  }
+  replay_record(std::move(r));
+}
+
+void RuleStore::replay_record(StoreRecord&& r) {
   switch (r.op) {
     case RecordOp::add:
       // Replay is idempotent (an add replaces): a snapshot is taken while
       // writers run, so it may already contain effects of later records.
       rules_.erase(r.key);
-      rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)});
+      rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
       break;
+    case RecordOp::txn:
+    case RecordOp::txn_abort:
+      return;  // handled by apply_replay
     case RecordOp::del:
       rules_.erase(r.key);
       break;
@@ -159,9 +198,10 @@ bool add_is_valid(std::string_view key, std::string_view text, std::int64_t ttl_
 // The record of an add. `present`: the rule exists and only its lifetime is
 // replaced (same id, text and added time; replay of an add replaces).
 StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t ttl_ms,
-                       std::int64_t now, const RuleMeta* present, std::uint64_t* next_id) {
+                       std::int64_t now, const RuleMeta* present, std::string set, std::uint64_t* next_id) {
   StoreRecord r;
   r.op = RecordOp::add;
+  r.set = std::move(set);
   if (present != nullptr) {
     r.id = present->id;
     r.added_unix_ms = present->added_unix_ms;
@@ -184,6 +224,7 @@ Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
 }  // namespace
 
 void RuleStore::apply_in_memory(StoreRecord&& r) {
+  if (r.op == RecordOp::txn || r.op == RecordOp::txn_abort) return;  // journal framing only
   if (r.op == RecordOp::mark) {
     std::lock_guard m(marks_mu_);
     marks_[r.key] = std::move(r.text);
@@ -202,7 +243,40 @@ void RuleStore::apply_in_memory(StoreRecord&& r) {
   if (rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
     ttl_.cancel(old.expiry_unix_ms, r.key);
   if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
-  rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text)});
+  rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
+}
+
+std::uint32_t RuleStore::intern_set(std::string_view name) {
+  std::lock_guard m(sets_mu_);
+  for (std::size_t i = 0; i < set_names_.size(); ++i)
+    if (set_names_[i] == name) return static_cast<std::uint32_t>(i);
+  set_names_.emplace_back(name);
+  return static_cast<std::uint32_t>(set_names_.size() - 1);
+}
+
+std::string RuleStore::set_name(std::uint32_t id) const {
+  std::lock_guard m(sets_mu_);
+  return id < set_names_.size() ? set_names_[id] : std::string();
+}
+
+std::optional<std::uint32_t> RuleStore::find_set(std::string_view name) const {
+  std::lock_guard m(sets_mu_);
+  for (std::size_t i = 0; i < set_names_.size(); ++i)
+    if (set_names_[i] == name) return static_cast<std::uint32_t>(i);
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::size_t>> RuleStore::set_counts() const {
+  std::vector<std::size_t> n;
+  for (auto c = rules_.scan(); c.next();) {
+    const std::uint32_t id = c.value().set_id;
+    if (n.size() <= id) n.resize(id + 1, 0);
+    ++n[id];
+  }
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    if (n[i] != 0) out.emplace_back(set_name(static_cast<std::uint32_t>(i)), n[i]);
+  return out;
 }
 
 Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
@@ -244,7 +318,8 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
       }
       if (present) (*results)[i] = Errc::updated;
     }
-    recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present ? &*present : nullptr, &next_id));
+    recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present ? &*present : nullptr,
+                              present ? set_name(present->set_id) : std::string(q.set), &next_id));
     which.push_back(i);
   }
   if (Status s = append_and_sync(recs); !s.ok()) {
@@ -254,7 +329,8 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   if (!log_) mem_seq_ = next_id - 1;
   for (std::size_t j = 0; j < recs.size(); ++j) {
     if (first_added != nullptr && (*results)[which[j]] == Errc::ok) {
-      *first_added = RuleMeta{recs[j].id, recs[j].added_unix_ms, recs[j].expiry_unix_ms, recs[j].text};
+      *first_added = RuleMeta{recs[j].id, recs[j].added_unix_ms, recs[j].expiry_unix_ms, recs[j].text,
+                              intern_set(recs[j].set)};
       first_added = nullptr;
     }
     apply_in_memory(std::move(recs[j]));
@@ -284,7 +360,8 @@ std::optional<std::string> RuleStore::mark(std::string_view name) const {
   return it->second;
 }
 
-Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark) {
+Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark,
+                        bool atomic) {
   std::lock_guard lock(write_mu_);
   if (mark != nullptr && mark->name.empty()) return {Errc::invalid_argument, "a mark needs a name"};
   results->assign(changes.size(), Errc::ok);
@@ -319,13 +396,20 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
         (*results)[i] = add_onto_present(*cur, c.ttl_ms);
         if ((*results)[i] == Errc::exists) continue;
       }
-      StoreRecord r = add_record(c.key, c.text, c.ttl_ms, now, cur ? &*cur : nullptr, &next_id);
-      cur = RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, r.text};
+      StoreRecord r = add_record(c.key, c.text, c.ttl_ms, now, cur ? &*cur : nullptr,
+                                 cur ? set_name(cur->set_id) : std::string(c.set), &next_id);
+      cur = RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, r.text, intern_set(r.set)};
       recs.push_back(std::move(r));
     }
     which.push_back(i);
   }
   if (mark != nullptr) recs.push_back(mark_record(*mark));
+  if (atomic && log_ && recs.size() > 1) {
+    StoreRecord txn;
+    txn.op = RecordOp::txn;
+    txn.id = recs.size();  // the records that follow, all or none at replay
+    recs.insert(recs.begin(), std::move(txn));
+  }
   if (Status s = append_and_sync(recs); !s.ok()) {
     for (std::size_t i : which) (*results)[i] = Errc::io_error;
     return s;
@@ -424,6 +508,7 @@ Status RuleStore::snapshot() {
     r.expiry_unix_ms = m.expiry_unix_ms;
     r.key.assign(c.key());
     r.text.assign(m.text);
+    r.set = set_name(m.set_id);
     payload->clear();
     encode_record(r, payload);
     return true;

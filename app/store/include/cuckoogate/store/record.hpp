@@ -1,17 +1,25 @@
 // The typed record the RuleStore writes into journal and snapshot payloads.
 //
-// Payload layout (little-endian), 32 bytes + key + text:
-//   0  u8  op            1 add, 2 del, 3 flush, 4 mark
-//   1  u8  version       1
-//   2  u16 reserved      0
+// Payload layout (little-endian), 32 bytes + key + set + text:
+//   0  u8  op            1 add, 2 del, 3 flush, 4 mark, 5 txn, 6 txn_abort
+//   1  u8  version       1 (no set name), 2 (with a set name)
+//   2  u16 set_len       0 in version 1 (this was a reserved 0 before sets)
 //   4  u32 key_len
-//   8  u64 id            add: the rule id (the journal number of its add)
+//   8  u64 id            add: the rule id (the journal number of its add);
+//                        txn: how many records follow in the transaction
 //   16 i64 added_unix_ms
 //   24 i64 expiry_unix_ms   0 = no expiry
-//   32 key[key_len], text[rest]
+//   32 key[key_len], set[set_len], text[rest]
 // del carries only the key; flush carries nothing but the fixed part; mark
 // carries a name (key) and its value (text): a fact recorded with the rules
-// (the Redis sync's last applied stream ID), not a rule.
+// (the Redis sync's last applied stream ID), not a rule. An add's set is the
+// named set the rule belongs to (empty: the set "default"); records written
+// before sets existed are version 1 and mean "default".
+//
+// txn opens an all-or-nothing group: the `id` records after it take effect
+// together, at replay, only if all of them are in the journal (a crash in the
+// middle leaves none of them applied). txn_abort closes a group that a crash
+// cut short, written at the next open so that later records stand alone.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -22,7 +30,7 @@
 
 namespace cg::store {
 
-enum class RecordOp : std::uint8_t { add = 1, del = 2, flush = 3, mark = 4 };
+enum class RecordOp : std::uint8_t { add = 1, del = 2, flush = 3, mark = 4, txn = 5, txn_abort = 6 };
 
 struct StoreRecord {
   RecordOp op = RecordOp::add;
@@ -31,6 +39,7 @@ struct StoreRecord {
   std::int64_t expiry_unix_ms = 0;
   std::string key;
   std::string text;
+  std::string set;  // add: the rule's named set ("" = default)
 
   bool operator==(const StoreRecord&) const = default;
 };

@@ -54,6 +54,7 @@ struct RuleMeta {
   std::int64_t added_unix_ms = 0;
   std::int64_t expiry_unix_ms = 0;   // 0 = never expires
   std::string text;
+  std::uint32_t set_id = 0;          // its named set (RuleStore::set_name); 0 = "default"
   bool operator==(const RuleMeta&) const = default;
 };
 
@@ -72,6 +73,7 @@ class RuleStore {
     std::string_view key;
     std::string_view text;
     std::int64_t ttl_ms = 0;  // 0 = no expiry
+    std::string_view set;     // named set of a new rule ("" = default); a present rule keeps its own
   };
   struct Removed {
     std::string key;
@@ -107,6 +109,7 @@ class RuleStore {
     std::string_view key;
     std::string_view text;    // add only
     std::int64_t ttl_ms = 0;  // add only; 0 = no expiry
+    std::string_view set;     // add only: as AddRequest::set
   };
   // Applies the changes in order, each seeing the effect of those before it
   // (add: ok / exists / updated / invalid_argument as for add(); del: ok /
@@ -120,7 +123,12 @@ class RuleStore {
     std::string_view name;
     std::string_view value;
   };
-  Status apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark = nullptr);
+  //
+  // atomic: the group's records are journalled as one transaction (a txn
+  // record first, docs/store.md): after a crash at any point, a restart
+  // restores all of the group or none of it.
+  Status apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark = nullptr,
+               bool atomic = false);
   // Journals a mark alone (one fsync). ok, invalid_argument (empty name), io_error.
   Status set_mark(const Mark& mark);
   // The latest value of a mark (restored on open, kept by snapshots); nullopt
@@ -146,6 +154,14 @@ class RuleStore {
   }
   Cursor list_prefix(std::string_view prefix) const { return rules_.scan_prefix(prefix); }
   std::size_t size() const noexcept { return rules_.size(); }
+  // Named sets: a rule belongs to the set its first add named (RuleMeta::set_id).
+  // The name of a set id ("" for 0, the set "default"). Safe from any thread.
+  std::string set_name(std::uint32_t id) const;
+  // The id of a set name that some rule has used (nullopt: none ever did).
+  std::optional<std::uint32_t> find_set(std::string_view name) const;
+  // Rules per set, by name ("" = default), sets without rules left out; a
+  // scan of every rule (control thread, for `info`).
+  std::vector<std::pair<std::string, std::size_t>> set_counts() const;
   std::optional<std::int64_t> next_expiry() const { return ttl_.next_deadline(); }
   std::int64_t now() const { return clock_(); }
   bool durable() const noexcept { return log_ != nullptr; }
@@ -164,6 +180,8 @@ class RuleStore {
   void note_synced();
   void apply_in_memory(StoreRecord&& r);  // after the record is durable
   void apply_replay(std::string_view payload, Status* error);
+  void replay_record(StoreRecord&& r);
+  std::uint32_t intern_set(std::string_view name);
   void clear_memory(std::vector<Removed>* removed);
 
   Options opt_;
@@ -177,6 +195,12 @@ class RuleStore {
   mutable std::mutex marks_mu_;  // guards marks_ (written under write_mu_ too)
   std::unordered_map<std::string, std::string> marks_;
   std::uint64_t mem_seq_ = 0;  // id source when in memory only
+  mutable std::mutex sets_mu_;  // guards set_names_ (appended by writers, read by anyone)
+  std::vector<std::string> set_names_{std::string()};  // set id -> name; 0 = default
+  // Replay of a transaction (RecordOp::txn): its records wait here until the
+  // last one is read; a journal that ends first leaves them unapplied.
+  std::uint64_t txn_left_ = 0;
+  std::vector<StoreRecord> txn_records_;
   std::atomic<std::uint64_t> since_snapshot_{0};
   bool failed_ = false;
 };
