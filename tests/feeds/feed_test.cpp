@@ -146,6 +146,18 @@ TEST(Cidr, PrefixLinesGetWhatTheRuleLanguageSays) {
   }
 }
 
+TEST(Cidr, SpamhausDropPrefixesBecomePrefixRules) {
+  const RuleFileParse p = parse_feed("; Spamhaus DROP\n1.10.16.0/20 ; SBL256894\n2001:DB8:100::/40\n",
+                                     {Format::kCidr, RuleKind::kSrc}, false);
+  ASSERT_TRUE(p.errors.empty()) << p.errors[0].message();
+  EXPECT_EQ(texts(p.rules), (V{"src 1.10.16.0/20", "src 2001:db8:100::/40"}));
+  std::vector<Rule> out;
+  ParseError e;
+  EXPECT_FALSE(parse_feed_line({Format::kCidr}, "  10.1.2.3/16", 2, &out, &e));  // host bits set
+  EXPECT_EQ(e.column, 3u);
+  EXPECT_NE(e.expected.find("without host bits"), std::string::npos) << e.expected;
+}
+
 TEST(Cidr, MalformedLinesAreErrors) {
   std::vector<Rule> out;
   ParseError e;

@@ -94,6 +94,17 @@ TEST_F(Feeds, CidrListsBecomeIpRulesOrTheKindAsks) {
   r = ctl({"load", "--format", "cidr", "--as", "dst", f});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(present("dst 2001:db8::77"));
+  // Prefixes, as Spamhaus DROP and FireHOL netsets list them (rule language: `ip ADDR/LEN`).
+  const std::string p = write("drop-prefixes.txt", "; DROP\n198.18.0.0/15 ; SBL2\n2001:db8:100::/40\n");
+  r = ctl({"load", "--format", "cidr", p});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("ip 198.18.0.0/15"));
+  EXPECT_TRUE(present("ip 2001:db8:100::/40"));
+  // Host bits are refused by the rule language; the error points at the feed's line.
+  const std::string h = write("hostbits.txt", "# x\n198.51.100.1/24 ; SBL3\n");
+  r = ctl({"load", "--format", "cidr", h});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("hostbits.txt:2:1: expected a prefix without host bits"), std::string::npos) << r.err;
   // --as only means something for cidr; an unknown format or kind is bad usage.
   EXPECT_EQ(ctl({"load", "--format", "hosts", "--as", "src", f}).status, 2);
   EXPECT_EQ(ctl({"load", "--format", "csv", f}).status, 2);
