@@ -15,6 +15,8 @@
 #include "cuckoogate/reasm/first_flight.hpp"
 #include "cuckoogate/reasm/pool.hpp"
 #include "cuckoogate/reasm/stream.hpp"
+#include "cuckoogate/quic/crypto_stream.hpp"
+#include "cuckoogate/quic/initial.hpp"
 #include "cuckoogate/reject/reject.hpp"
 #include "cuckoogate/reject/token_bucket.hpp"
 
@@ -44,6 +46,7 @@ struct WorkerScratch {
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
   bool inspect_drop[kBurst];      // dropped by inspect_overflow = "drop"
   PacketKeys extra;               // a second (pipelined) message of one segment
+  uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
 };
 
@@ -79,9 +82,18 @@ uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd
 // Answers, pure ACKs and the rest of a TLS stream are judged by the flow's
 // cached verdict. The stream knows which side the client is (or does not
 // yet, for a flow picked up mid-stream: then both sides are looked at).
-bool inspects(flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir) {
+//
+// A QUIC flow (UDP to port 443) keeps its own state in `inspect`: the
+// client's Initials are read until its ClientHello is whole (kQuicDone), or
+// every client datagram is dropped (kQuicDropped: quic = "block", a
+// conflict, inspect_overflow = "drop").
+constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
+
+bool inspects(flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir, QuicMode quic) {
   if (m.payload_len == 0) return false;
-  if (m.proto == kProtoUdp) return m.dport == 53;  // every DNS query, whoever the flow's first packet was
+  if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
+    return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass && e.inspect != kQuicDone);
+  }
   return m.proto == kProtoTcp && reasm::stream_wants(stream_of(e), dir == flow::Dir::kForward);
 }
 
@@ -136,6 +148,10 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
       if (pool_ == nullptr) return false;
     }
     stream_ = new reasm::StreamInspector(pool_, s_->tls, sizeof s_->tls);
+    if (cfg.quic == QuicMode::kInspect) {
+      quic_ = quic::Decoder::create().release();
+      if (quic_ == nullptr) return false;
+    }
   }
   if (cfg.reject) {
     // Enough for two ports' tx rings full of replies not yet freed by their
@@ -162,6 +178,7 @@ Worker::~Worker() {
   }
   if (flows_ != nullptr) flow::FlowTable::Deleter{}(flows_);
   delete stream_;
+  if (quic_ != nullptr) quic::Decoder::Deleter{}(quic_);
   if (pool_ != nullptr) reasm::Pool::Deleter{}(pool_);
   delete bucket_;
   rte_mempool_free(reply_pool_);
@@ -229,7 +246,7 @@ bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
-  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.meta[i], r.dir)) {
+  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.meta[i], r.dir, cfg_.quic)) {
     s.hit[i] = {};
     return true;  // follows the earlier packet's verdict (step 3)
   }
@@ -249,7 +266,8 @@ bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
     e->flags |= judging_bit(r.dir);
     return false;
   }
-  if (!e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 || inspects(*e, s.meta[i], r.dir)) {
+  if (!e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
+      inspects(*e, s.meta[i], r.dir, cfg_.quic)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).
     e->flags |= judging_bit(r.dir);
@@ -335,6 +353,76 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                       (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop);
 }
 
+// A client datagram of a QUIC flow (UDP to port 443; docs/quic.md). With
+// quic = "inspect", its Initials are decrypted (keys from the connection ID),
+// their CRYPTO frames reassembled in the flow's slot, and the datagram that
+// completes the ClientHello is classified on it (the SNI gives host keys);
+// then the flow is done and nothing of it is decrypted again. Datagrams that
+// are not client Initials of v1/v2 end the inspection (a QUIC version the
+// gateway cannot read passes, as any UDP). With quic = "block", a client
+// Initial drops the flow's client datagrams (browsers fall back to TCP).
+void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
+  WorkerScratch& s = *s_;
+  WorkerStats& st = *cfg_.stats;
+  const PacketMeta& m = s.meta[i];
+  flow::FlowEntry& e = *s.fr[s.flow[i]].entry;
+  const uint8_t* dgram = frame + m.payload_off;
+  classify_meta(frame, m, s.keys[i]);  // addresses and ports; QUIC has no cleartext name
+  s.inspect_drop[i] = e.inspect == kQuicDropped;
+  if (e.inspect != kQuicInspecting) return;
+  uint32_t& h = e.stream[0];
+  auto stop = [&](uint8_t state) {
+    if (h != 0) pool_->release(h);
+    h = 0;
+    e.inspect = state;
+    s.inspect_drop[i] = state == kQuicDropped;
+  };
+  uint32_t version = 0;
+  if (cfg_.quic == QuicMode::kBlock) {
+    if (quic::peek_initial(dgram, m.payload_len, &version) != quic::Status::kOk) return;
+    bump(st.quic_blocked);
+    stop(kQuicDropped);
+    return;
+  }
+  quic::Decoded d;
+  quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d);
+  if (d.status != quic::Status::kOk) {
+    // Not a client Initial: a 1-RTT packet of a connection already under
+    // way, or another protocol. Before any Initial the flow is not QUIC the
+    // gateway can read; after one, the handshake goes on in other packets.
+    if (h == 0) {
+      if (d.status != quic::Status::kNotLongHeader && d.status != quic::Status::kNotInitial) bump(st.quic_failed);
+      stop(kQuicDone);
+    }
+    return;
+  }
+  bump(st.quic_initials);
+  if (d.n_chunks == 0) return;  // only ACK / PING / PADDING
+  if (h == 0 && pool_ != nullptr) h = pool_->begin(0, now);
+  const reasm::Append a = h != 0 ? quic::feed_crypto(*pool_, h, d, now) : reasm::Append::kBadHandle;
+  if (a == reasm::Append::kConflict) {  // two different copies of the ClientHello's bytes
+    bump(st.reasm_conflicts);
+    stop(kQuicDropped);
+    return;
+  }
+  const std::span<const uint8_t> held = h != 0 ? pool_->data(h) : std::span<const uint8_t>{};
+  const quic::ClientHello ch = quic::client_hello_complete(held.data(), held.size(), s.tls, sizeof s.tls);
+  if (ch.status == reasm::Frame::kComplete) {
+    bump(st.quic_completed);
+    classify_meta(frame, m, s.keys[i], ch.record, ch.record_len);
+    stop(kQuicDone);
+    return;
+  }
+  if (ch.status == reasm::Frame::kNeedMore && a != reasm::Append::kOverflow && a != reasm::Append::kBadHandle)
+    return;  // the rest comes in the next Initial
+  if (ch.status == reasm::Frame::kInvalid) {
+    stop(kQuicDone);
+    return;
+  }
+  bump(st.inspect_overflow);  // too large, the slot's budget or window, no slot
+  stop(cfg_.inspect_overflow_drop ? kQuicDropped : kQuicDone);
+}
+
 // Decides a burst: packets of flows with a current verdict take it; the rest
 // are classified, looked up in one bulk filter lookup and confirmed against
 // the exact set, and their flows remember the verdict. Fills pass[]
@@ -378,8 +466,12 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
     const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
-    if (m.proto == kProtoTcp && m.payload_len != 0 && s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr) {
+    const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
+    if (tracked && m.proto == kProtoTcp && m.payload_len != 0) {
       inspect_stream(i, frame, now, kinds);
+    } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
+               cfg_.quic != QuicMode::kPass) {
+      inspect_quic(i, frame, now);
     } else {
       classify_meta(frame, m, s.keys[i]);
     }

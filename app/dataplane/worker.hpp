@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuckoogate/flow/flow_table.hpp"
@@ -32,6 +33,20 @@ struct QueueLink {
   uint16_t rx_port, rx_queue;
   uint16_t tx_port, tx_queue;
 };
+
+enum class QuicMode : uint8_t { kInspect, kBlock, kPass };
+inline const char* quic_mode_name(QuicMode m) {
+  return m == QuicMode::kInspect ? "inspect" : m == QuicMode::kBlock ? "block" : "pass";
+}
+// "inspect" | "block" | "pass" (the config's and the command line's words).
+inline bool parse_quic_mode(const std::string& s, QuicMode* m) {
+  for (QuicMode c : {QuicMode::kInspect, QuicMode::kBlock, QuicMode::kPass})
+    if (s == quic_mode_name(c)) {
+      *m = c;
+      return true;
+    }
+  return false;
+}
 
 struct WorkerConfig {
   unsigned id = 0;                     // worker index, also its QSBR thread id
@@ -61,6 +76,9 @@ struct WorkerConfig {
   // window) or sees held bytes rewritten: false = stop inspecting and pass,
   // true = drop the flow's client data from then on (inspect_overflow).
   bool inspect_overflow_drop = false;
+  // QUIC (UDP to port 443): decrypt client Initials and judge their SNI,
+  // drop them (browsers fall back to TCP), or leave them alone (docs/quic.md).
+  QuicMode quic = QuicMode::kInspect;
   const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
   const std::atomic<uint64_t>* pass_generation = nullptr;  // Blocklist::pass_generation()
   const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
@@ -77,6 +95,8 @@ struct WorkerConfig {
 };
 
 struct WorkerScratch;  // per-worker preallocated buffers (worker.cpp)
+
+namespace quic { class Decoder; }
 
 namespace reasm {
 class Pool;
@@ -107,6 +127,7 @@ class Worker {
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
+  void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
@@ -117,6 +138,7 @@ class Worker {
   reject::TokenBucket* bucket_ = nullptr;
   reasm::Pool* pool_ = nullptr;          // this worker's reassembly slots; nullptr: none
   reasm::StreamInspector* stream_ = nullptr;  // with a flow table: reads the client streams through pool_
+  quic::Decoder* quic_ = nullptr;        // with a flow table and quic = inspect
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
 };

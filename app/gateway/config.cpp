@@ -324,7 +324,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     const std::string w = path + ": gateway";
     if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "ctl_idle_timeout",
                          "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action",
-                         "inspect_overflow"}, w, err))
+                         "inspect_overflow", "quic"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -370,6 +370,14 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
         return false;
       }
       c.inspect_overflow_drop = *s == "drop";
+    }
+    if (const toml::node* a = g->get("quic")) {
+      const auto s = a->value<std::string>();
+      if (!s || (*s != "inspect" && *s != "block" && *s != "pass")) {
+        *err = w + ".quic: expected \"inspect\", \"block\" or \"pass\"";
+        return false;
+      }
+      c.quic = *s;
     }
     if (const toml::node* s = g->get("state_dir");
         s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))

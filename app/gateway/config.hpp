@@ -59,6 +59,7 @@ struct GatewayConfig {
   uint64_t flows_per_worker = uint64_t{1} << 17;  // flow-table entries; 0 = no flow table
   bool reject = false;                  // action = "drop" | "reject"
   bool inspect_overflow_drop = false;   // inspect_overflow = "pass" | "drop"
+  std::string quic = "inspect";         // quic = "inspect" | "block" | "pass"
   std::string state_dir;                // durable rule state ("" = none)
   std::vector<std::string> rules;       // rule files applied at start
   std::vector<RuleFeedConfig> rule_feeds;  // [[rules]]: files in a feed format, applied at start

@@ -75,6 +75,10 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "reassembly.overflow", s.inspect_overflow);
   line(out, p + "reassembly.conflicts", s.reasm_conflicts);
   line(out, p + "reassembly.dropped", s.inspect_dropped);
+  line(out, p + "quic.initials", s.quic_initials);
+  line(out, p + "quic.completed", s.quic_completed);
+  line(out, p + "quic.failed", s.quic_failed);
+  line(out, p + "quic.blocked", s.quic_blocked);
   line(out, p + "rejects.sent", s.rejects_sent);
   line(out, p + "rejects.limited", s.rejects_limited);
   line(out, p + "rejects.failed", s.rejects_failed);
@@ -323,6 +327,7 @@ bool Engine::start(std::string* err) {
     c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
                opts_.fragments.timeout_ms};
     c.inspect_overflow_drop = opts_.inspect_overflow_drop;
+    c.quic = opts_.quic;
     c.reply_port = reply_port_;
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
@@ -473,6 +478,7 @@ void Engine::info_text(std::string& out) const {
   out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
   out += std::string("action ") + (opts_.reject ? "reject" : "drop") + "\n";
   out += std::string("inspect_overflow ") + (opts_.inspect_overflow_drop ? "drop" : "pass") + "\n";
+  out += std::string("quic ") + quic_mode_name(opts_.quic) + "\n";
   line(out, "flows_per_worker", opts_.flows);
   out += std::string("fragments ") + (opts_.fragments.reassemble ? "reassemble" : "off") + "\n";
   line(out, "fragments.datagrams", uint64_t{opts_.fragments.datagrams});

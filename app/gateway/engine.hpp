@@ -31,6 +31,7 @@ struct EngineOptions {
   bool reject = false;              // action: reject instead of drop (docs/reject.md)
   FragmentsConfig fragments;        // IP reassembly (docs/dataplane.md)
   bool inspect_overflow_drop = false;  // inspect_overflow = "drop" (docs/reassembly.md)
+  QuicMode quic = QuicMode::kInspect;  // quic = "inspect" | "block" | "pass" (docs/quic.md)
 };
 
 class Engine {

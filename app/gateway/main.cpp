@@ -186,6 +186,9 @@ int main(int argc, char** argv) {
   rep->add_option("--inspect-overflow", rep_overflow, "When a flow's reassembly budget runs out: pass "
                                                       "(default) or drop its client data (docs/reassembly.md)")
       ->check(CLI::IsMember({"pass", "drop"}));
+  rep->add_option("--quic", po.quic, "QUIC (UDP 443): inspect (decrypt client Initials, judge the SNI; "
+                                     "default), block (drop them: browsers fall back to TCP) or pass")
+      ->check(CLI::IsMember({"inspect", "block", "pass"}));
   rep->add_option("--reply", po.reply, "With --action reject: write every reply packet to this pcap "
                                        "(default: replies are discarded)");
   rep->allow_extras();

@@ -323,6 +323,7 @@ int replay(const ReplayOptions& o) {
     eo.reject = o.reject;
     eo.fragments = o.fragments;
     eo.inspect_overflow_drop = o.inspect_overflow_drop;
+    parse_quic_mode(o.quic, &eo.quic);  // checked by the command line
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(q);
     pc.rx_desc = pc.tx_desc = kDesc;

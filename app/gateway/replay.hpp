@@ -27,6 +27,7 @@ struct ReplayOptions {
   bool reject = false;             // --action reject
   FragmentsConfig fragments;       // --fragments, --frag-*: as [fragments]
   bool inspect_overflow_drop = false;  // --inspect-overflow drop
+  std::string quic = "inspect";        // --quic inspect|block|pass
   std::string reply;               // reject replies to this pcap (empty: discarded)
   std::string redis;               // --redis URL: share the blocklist (docs/sync.md)
   std::string gateway_id;          // --gateway-id (default: the host name)

@@ -143,6 +143,7 @@ int run_gateway(const RunOptions& o) {
     eo.reject = o.reject.value_or(cfg.reject);
     eo.fragments = cfg.fragments;
     eo.inspect_overflow_drop = cfg.inspect_overflow_drop;
+    parse_quic_mode(cfg.quic, &eo.quic);  // validated by the config parser
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;

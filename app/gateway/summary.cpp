@@ -65,6 +65,8 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
       {"reassembly", {{"started", s.reasm_started}, {"completed", s.reasm_completed},
                       {"overflow", s.inspect_overflow},
                       {"conflicts", s.reasm_conflicts}, {"dropped", s.inspect_dropped}}},
+      {"quic", {{"initials", s.quic_initials}, {"completed", s.quic_completed}, {"failed", s.quic_failed},
+                {"blocked", s.quic_blocked}}},
       {"rejects", {{"sent", s.rejects_sent}, {"limited", s.rejects_limited}, {"failed", s.rejects_failed}}},
       {"frags", {{"held", s.frags_held}, {"reassembled", s.frags_reassembled}, {"timeout", s.frags_timeout},
                  {"overlap", s.frags_overlap}, {"too_many", s.frags_too_many}, {"failed", s.frags_failed},

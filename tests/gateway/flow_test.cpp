@@ -15,6 +15,7 @@
 #include "gateway_test_env.hpp"
 #include "packet_builder.hpp"
 #include "pcap_file.hpp"
+#include "quic_initial_builder.hpp"
 #include "subprocess.hpp"
 
 namespace cg::test {
@@ -536,6 +537,47 @@ TEST_F(Flows, InspectOverflowPassesOrDropsTheFlowAndConflictsAreDropped) {
     EXPECT_EQ(s["reassembly"]["conflicts"], 1);
     EXPECT_EQ(s["reassembly"]["dropped"], 2);
   }
+}
+
+// QUIC (issue 11, item 3): a post-quantum ClientHello over two Initials, v1
+// and v2, in order or not: the datagram that completes it is judged on its
+// SNI and the flow stays blocked; quic = block drops client Initials, pass
+// leaves them alone.
+TEST_F(Flows, QuicInitialsAreDecryptedAndTheirSniJudged) {
+  std::mt19937_64 rng(7);
+  auto udp = [](const Bytes& payload, bool to_server) {
+    return (to_server ? Packet().ipv4("10.8.0.1", "10.9.0.1").udp(50000, 443)
+                      : Packet().ipv4("10.9.0.1", "10.8.0.1").udp(443, 50000))
+        .payload(payload)
+        .frame();
+  };
+  for (const uint32_t version : {quic::kV1, quic::kV2}) {
+    SCOPED_TRACE(version);
+    const Bytes ch = quic::client_hello("www.blocked.example", 1800, &rng);
+    const auto parts = quic::split_crypto(ch, 2, rng);
+    const Bytes d1 = udp(quic::datagram({{.version = version, .pn = 0, .frames = parts[0]}}), true);
+    const Bytes d2 = udp(quic::datagram({{.version = version, .pn = 1, .frames = parts[1]}}), true);
+    const Bytes answer = udp(Bytes(1200, 0x40), false);
+    auto s = replay({d1, d2, answer}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{d1}));
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d2, answer}));
+    EXPECT_EQ(s["quic"]["initials"], 2);
+    EXPECT_EQ(s["quic"]["completed"], 1);
+    replay({d2, d1}, "host blocked.example\n");  // the second Initial first
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d1}));
+    replay({d1, d2, answer}, "host other.example\n");  // a name no rule names
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    s = replay({d1, d2, answer}, "host other.example\n", {"--quic", "block"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d1, d2}));
+    EXPECT_EQ(s["quic"]["blocked"], 1);
+    replay({d1, d2, answer}, "host blocked.example\n", {"--quic", "pass"});
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  }
+  // UDP to 443 that is not QUIC passes as any UDP.
+  const Bytes junk = udp(Bytes(300, 0x11), true);
+  const auto s = replay({junk, junk}, "host blocked.example\n");
+  EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  EXPECT_EQ(s["quic"]["initials"], 0);
 }
 
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a

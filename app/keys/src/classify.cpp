@@ -514,7 +514,7 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out, c
             const std::size_t len = rd16(pl);
             app_layer_dns(pl + 2, std::min(len, n - 2), em, out.malformed);
           }
-        } else if (m.proto == kProtoTcp && app != nullptr) {
+        } else if (app != nullptr) {  // TCP, or a QUIC flow's reassembled ClientHello
           if (app_len != 0) app_layer_tcp(app, app_len, em);
         } else if (m.proto == kProtoTcp) {
           if ((m.tcp_flags & kTcpUrg) != 0) {

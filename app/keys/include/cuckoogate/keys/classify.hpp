@@ -92,7 +92,10 @@ void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexc
 // classify(f, n, out) is parse_packet(f, n, meta) then classify_meta(f, meta, out).
 // `app`, when set, is what a TCP packet's application layer is read from
 // instead of its own payload: the reassembled first flight of its stream
-// (a ClientHello split over several segments, behind one TLS record header).
+// (a ClientHello split over several segments, behind one TLS record header;
+// an HTTP request head; a DNS query with its length prefix, to port 53), or
+// a QUIC flow's ClientHello for a UDP packet. Set with app_len 0: no
+// application layer at all (a segment that starts no message).
 void classify_meta(const uint8_t* frame, const PacketMeta& meta, PacketKeys& out,
                    const uint8_t* app = nullptr, std::size_t app_len = 0) noexcept;
 
