@@ -33,6 +33,9 @@ void check_line(std::string_view line) {
     if (needs_rule != r.rule.has_value()) std::abort();
     if (r.ttl_ms < 0 || (r.ttl_ms != 0 && r.verb != cg::Verb::kAdd)) std::abort();
     if (r.verb == cg::Verb::kFlush && r.all == r.kind.has_value()) std::abort();
+    // Named sets: only a valid name is ever accepted, replace only with a set.
+    if (!r.set.empty() && !cg::valid_set_name(r.set)) std::abort();
+    if (r.replace && (r.verb != cg::Verb::kLoad || r.set.empty())) std::abort();
   }
 }
 
