@@ -174,6 +174,14 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
   for (rte_mbuf* c : copy) rte_pktmbuf_free(c);  // not fed (NULL is fine)
   // A frame above kMaxReassembledFrame cannot be made contiguous.
   if (ok && out != nullptr && rte_pktmbuf_linearize(out) != 0) ok = false;
+  if (ok && out != nullptr && info[0].key.family == 4) {
+    // rte_ip_frag leaves the rewritten header's checksum 0 (for tx offload);
+    // the judged frame must be a packet an end host would accept (the
+    // reject builder checks it).
+    auto* ip = rte_pktmbuf_mtod_offset(out, rte_ipv4_hdr*, out->l2_len);
+    ip->hdr_checksum = 0;
+    ip->hdr_checksum = rte_ipv4_cksum(ip);
+  }
   // Copies rte_ip_frag let go of (only when it refused the set).
   if (dr_->cnt != 0) rte_ip_frag_free_death_row(dr_, 0);
   if (!ok || out == nullptr) {

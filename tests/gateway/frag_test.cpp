@@ -312,6 +312,28 @@ TEST_F(Frags, FragmentsOfABlockedFlowAreDropped) {
   EXPECT_EQ(passed(), (std::vector<Bytes>{syn, synack, fr[1]}));
 }
 
+// With the reject action one reply set is built from the reassembled
+// datagram (here a DNS query whose name only the whole datagram shows):
+// REFUSED to the client, none per fragment.
+TEST_F(Frags, RejectAnswersTheReassembledDatagramOnce) {
+  const Bytes q = Packet().ipv4("10.8.0.1", "10.9.0.53").udp(5353, 53).payload(dns_query("blocked.example")).frame();
+  const std::vector<Bytes> fr = frag4(q, cuts(l4_bytes4(q), {16}));
+  const auto s = replay(fr, "host blocked.example\n", {"--action", "reject", "--reply", path("reply.pcap")});
+  EXPECT_EQ(dropped(), fr);
+  EXPECT_EQ(s["rejects"]["sent"], 1);
+  const auto rep = read_pcap(path("reply.pcap"));
+  ASSERT_EQ(rep.size(), 1u);
+  const Bytes& r = rep[0];
+  ASSERT_GE(r.size(), 14u + 20 + 8 + 12);
+  EXPECT_EQ(r[14 + 9], 17);                             // UDP
+  EXPECT_EQ(r[14 + 6] & 0x3f, 0);                       // not a fragment itself
+  EXPECT_EQ(r[14 + 12], 10);
+  EXPECT_EQ(r[14 + 15], 53);                            // from 10.9.0.53
+  EXPECT_EQ(r[14 + 20] << 8 | r[14 + 21], 53);          // sport 53
+  EXPECT_EQ(r[14 + 22] << 8 | r[14 + 23], 5353);        // to the client's port
+  EXPECT_EQ(r[14 + 28 + 3] & 0x0f, 5);                  // rcode REFUSED
+}
+
 TEST_F(Frags, DuplicatesAndTooManyFragments) {
   const Bytes u = Packet().ipv4("10.8.0.1", "10.9.0.1").udp(1000, 2000).payload(std::string(64, 'u')).frame();
   const std::vector<Bytes> fr = frag4(u, cuts(l4_bytes4(u), {32}));
