@@ -234,7 +234,7 @@ void Blocklist::remove_text(const std::string& text) {
 }
 
 Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
-  switch (apply({Change{Change::Op::kAdd, r, ttl_ms}}, false)[0]) {
+  switch (apply({Change{Change::Op::kAdd, r, ttl_ms, {}}}, false)[0]) {
     case Outcome::kAdded: return Result::kOk;
     case Outcome::kExists: return Result::kExists;
     case Outcome::kUpdated: return Result::kUpdated;
@@ -244,7 +244,7 @@ Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
 }
 
 Blocklist::Result Blocklist::del(const Rule& r) {
-  switch (apply({Change{Change::Op::kDel, r, 0}}, false)[0]) {
+  switch (apply({Change{Change::Op::kDel, r, 0, {}}}, false)[0]) {
     case Outcome::kDeleted: return Result::kOk;
     case Outcome::kAbsent: return Result::kAbsent;
     default: return Result::kIoError;
@@ -376,7 +376,7 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
   std::vector<Change> dels;
   for (auto c = store_->list_prefix(std::string(1, static_cast<char>(kind))); c.next();) {
     RuleParse p = parse_rule(c.value().text);  // stored texts always parse
-    if (p.rule) dels.push_back({Change::Op::kDel, std::move(*p.rule), 0});
+    if (p.rule) dels.push_back({Change::Op::kDel, std::move(*p.rule), 0, {}});
   }
   *n = 0;
   for (const Outcome o : apply(dels, /*atomic=*/true)) {
@@ -432,7 +432,7 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
     texts.push_back(format_rule(*fresh[i]));
   }
   for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0, store_set_name(set)});
-  for (const std::string& order : refresh) reqs.push_back({order, {}, 0});
+  for (const std::string& order : refresh) reqs.push_back({order, {}, 0, {}});
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
   if (!st.ok()) {

@@ -171,7 +171,7 @@ Status RuleStore::append_and_sync(const std::vector<StoreRecord>& recs) {
 
 Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t ttl_ms,
                       RuleMeta* added) {
-  AddRequest req{key, text, ttl_ms};
+  AddRequest req{key, text, ttl_ms, {}};
   std::vector<Errc> res;
   if (Status s = add_many(std::span<const AddRequest>(&req, 1), &res, added); !s.ok()) return s;
   switch (res[0]) {
