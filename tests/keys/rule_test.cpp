@@ -220,6 +220,24 @@ TEST(RuleFile, DuplicatesAfterCanonicalisationAreOneRule) {
   EXPECT_EQ(f.rules.size(), 2u);
 }
 
+TEST(RuleFile, RepeatsDroppedFirstOccurrencesKeptInFileOrder) {
+  // Many repeats, some many times over, interleaved with distinct rules.
+  std::string text;
+  std::vector<std::string> want;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string r = i % 3 == 0 ? "host h" + std::to_string(i % 97) + ".example"
+                                     : "url example.org/" + std::to_string(i);
+    text += (i % 5 == 0 ? "  " : "") + r + "\n";
+    if (std::find(want.begin(), want.end(), r) == want.end()) want.push_back(r);
+  }
+  text += "host H1.EXAMPLE.\n";  // the canonical form of an earlier one
+  const RuleFileParse f = parse_rules(text, false);
+  ASSERT_TRUE(f.errors.empty());
+  std::vector<std::string> got;
+  for (const Rule& r : f.rules) got.push_back(format_rule(r));
+  EXPECT_EQ(got, want);
+}
+
 TEST(RuleKey, KindIsFoldedIntoEncodingAndHash) {
   const std::string s = rule_key(rule("src 1.2.3.4"));
   const std::string d = rule_key(rule("dst 1.2.3.4"));

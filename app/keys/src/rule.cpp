@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 #include "cuckoogate/keys/rule.hpp"
 #include "encoding.hpp"
@@ -368,9 +367,62 @@ RuleParse parse_rule(std::string_view text, std::size_t line) {
   return res;
 }
 
+namespace {
+
+// Removes later repeats of a rule (same canonical key), keeping file order.
+// Sorting (128-bit key hash, position) makes repeats neighbours; equal hashes
+// are confirmed by comparing the keys, so a hash collision never drops a rule.
+// Cheaper than a hash set of key strings (a node and a string per rule).
+void drop_repeats(std::vector<Rule>& rules) {
+  struct Entry {
+    Key128 h;
+    uint32_t at;
+  };
+  std::vector<Entry> e(rules.size());
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const std::string k = rule_key(rules[i]);
+    e[i] = {key_hash128(k.data(), k.size()), static_cast<uint32_t>(i)};
+  }
+  std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
+    if (a.h.hi != b.h.hi) return a.h.hi < b.h.hi;
+    if (a.h.lo != b.h.lo) return a.h.lo < b.h.lo;
+    return a.at < b.at;
+  });
+  std::vector<bool> repeat(rules.size(), false);
+  bool any = false;
+  for (std::size_t i = 0; i < e.size();) {
+    std::size_t j = i + 1;
+    while (j < e.size() && e[j].h == e[i].h) ++j;
+    // [i, j) share a hash, in file order: a rule whose key equals a kept
+    // earlier one's is a repeat. Distinct keys in one group need a 128-bit
+    // collision, so `kept` holds one key in practice (linear in the group).
+    if (j - i > 1) {
+      std::vector<std::string> kept{rule_key(rules[e[i].at])};
+      for (std::size_t a = i + 1; a < j; ++a) {
+        std::string k = rule_key(rules[e[a].at]);
+        if (std::find(kept.begin(), kept.end(), k) != kept.end()) {
+          repeat[e[a].at] = any = true;
+        } else {
+          kept.push_back(std::move(k));
+        }
+      }
+    }
+    i = j;
+  }
+  if (!any) return;
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < rules.size(); ++i)
+    if (!repeat[i]) {
+      if (w != i) rules[w] = std::move(rules[i]);  // never a self-move: it empties the name
+      ++w;
+    }
+  rules.resize(w);
+}
+
+}  // namespace
+
 RuleFileParse parse_rules(std::string_view file_text, bool skip_bad) {
   RuleFileParse out;
-  std::unordered_set<std::string> seen;
   std::size_t line = 0;
   while (!file_text.empty()) {
     ++line;
@@ -385,9 +437,10 @@ RuleFileParse parse_rules(std::string_view file_text, bool skip_bad) {
       out.errors.push_back(std::move(p.error));
       continue;
     }
-    if (seen.insert(rule_key(*p.rule)).second) out.rules.push_back(std::move(*p.rule));
+    out.rules.push_back(std::move(*p.rule));
   }
   if (!skip_bad && !out.errors.empty()) out.rules.clear();
+  drop_repeats(out.rules);
   return out;
 }
 

@@ -223,7 +223,7 @@ Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
 
 }  // namespace
 
-void RuleStore::apply_in_memory(StoreRecord&& r) {
+void RuleStore::apply_in_memory(StoreRecord&& r, bool known_absent) {
   if (r.op == RecordOp::txn || r.op == RecordOp::txn_abort) return;  // journal framing only
   if (r.op == RecordOp::mark) {
     std::lock_guard m(marks_mu_);
@@ -240,7 +240,7 @@ void RuleStore::apply_in_memory(StoreRecord&& r) {
   // store run on the control thread or in tests; between the erase and the
   // insert a concurrent reader may see the key absent for a moment.
   RuleMeta old;
-  if (rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
+  if (!known_absent && rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
     ttl_.cancel(old.expiry_unix_ms, r.key);
   if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
   rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
@@ -296,6 +296,8 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   }
   std::vector<StoreRecord> recs;
   std::vector<std::size_t> which;
+  recs.reserve(reqs.size());
+  which.reserve(reqs.size());
   std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
   const AddRequest* prev = nullptr;
   for (std::size_t i : order) {
@@ -309,14 +311,14 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
       continue;
     }
     prev = &q;
-    std::optional<RuleMeta> present;
-    if (rules_.contains(q.key)) {
-      present = rules_.find(q.key);
-      if (present && add_onto_present(*present, q.ttl_ms) == Errc::exists) {
+    // One search: find() of an absent key costs what contains() does.
+    const std::optional<RuleMeta> present = rules_.find(q.key);
+    if (present) {
+      if (add_onto_present(*present, q.ttl_ms) == Errc::exists) {
         (*results)[i] = Errc::exists;
         continue;
       }
-      if (present) (*results)[i] = Errc::updated;
+      (*results)[i] = Errc::updated;
     }
     recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present ? &*present : nullptr,
                               present ? set_name(present->set_id) : std::string(q.set), &next_id));
@@ -328,12 +330,15 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   }
   if (!log_) mem_seq_ = next_id - 1;
   for (std::size_t j = 0; j < recs.size(); ++j) {
-    if (first_added != nullptr && (*results)[which[j]] == Errc::ok) {
+    // ok: the key was absent when looked up above, and every mutation holds
+    // write_mu_, so it still is: no erase (a skip-list search) before the insert.
+    const bool absent = (*results)[which[j]] == Errc::ok;
+    if (first_added != nullptr && absent) {
       *first_added = RuleMeta{recs[j].id, recs[j].added_unix_ms, recs[j].expiry_unix_ms, recs[j].text,
                               intern_set(recs[j].set)};
       first_added = nullptr;
     }
-    apply_in_memory(std::move(recs[j]));
+    apply_in_memory(std::move(recs[j]), absent);
   }
   return Status::Ok();
 }
