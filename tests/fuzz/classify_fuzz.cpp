@@ -1,7 +1,11 @@
 // libFuzzer target for classify(): the input is one raw Ethernet frame.
 // libFuzzer hands over a heap buffer of exactly `size` bytes, so ASan flags
-// any read past the frame. The output must stay within its bounds, every key
-// must carry its kind byte and its hash, and classification is deterministic.
+// any read past the frame. The header walk and decapsulation chain (VLAN,
+// MPLS, PPPoE, IPv6 extensions, GRE, IP-in-IP, VXLAN, GENEVE; seeds from
+// gen_classify_corpus) must describe only bytes of the frame, the inner
+// packet after the outer one; the output must stay within its bounds,
+// every key must carry its kind byte and its hash, and classification is
+// deterministic.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +17,18 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static auto a = std::make_unique<cg::PacketKeys>();
   static auto b = std::make_unique<cg::PacketKeys>();
+  cg::PacketMeta m;
+  cg::parse_packet(data, size, m);
+  if (m.family != 0 && (m.family != 4 && m.family != 6)) std::abort();
+  if (m.family != 0 && m.addr_off + 2 * m.addr_len() > size) std::abort();
+  if (m.l4 && (m.l4_off < m.addr_off + 2 * m.addr_len() || std::size_t{m.l4_off} + m.l4_len > size)) std::abort();
+  if (m.payload_len != 0 && (m.payload_off < m.l4_off || std::size_t{m.payload_off} + m.payload_len > size))
+    std::abort();
+  if (m.tunneled) {  // the outermost addresses come before the inner packet
+    const std::size_t olen = m.outer_family == 4 ? 4 : 16;
+    if ((m.outer_family != 4 && m.outer_family != 6) || m.outer_addr_off + 2 * olen > size) std::abort();
+    if (m.family != 0 && m.outer_addr_off + 2 * olen > m.addr_off) std::abort();
+  }
   cg::classify(data, size, *a);
   if (a->n > cg::kMaxKeysPerPacket) std::abort();
   for (unsigned i = 0; i < a->n; ++i) {

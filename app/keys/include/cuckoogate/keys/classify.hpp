@@ -71,7 +71,6 @@ struct PacketMeta {
   uint16_t vlan = 0;           // outer VLAN id, 0 if untagged
   uint16_t sport = 0, dport = 0;
   uint32_t addr_off = 0;       // source address; the destination follows (4 or 16 bytes on)
-  uint32_t l3_off = 0;         // IP header
   uint32_t l4_off = 0;         // transport header
   uint32_t l4_len = 0;         // transport bytes present (to the end of the IP packet)
   uint32_t payload_off = 0;    // TCP/UDP payload
