@@ -6,8 +6,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
@@ -24,6 +27,26 @@ constexpr uint64_t kSnapshotEvery = 1u << 20;
 // The store names the default set "" (what records before sets mean).
 std::string_view store_set_name(std::string_view set) { return set == "default" ? std::string_view{} : set; }
 std::string_view shown_set_name(std::string_view set) { return set.empty() ? std::string_view("default") : set; }
+
+// Growth: the filter is sized for 90% load (4-slot buckets reach ~95%).
+std::size_t filter_slots_for(std::size_t rules) { return rules + rules / 9 + 64; }
+// A lower bound of lookup-table bytes per rule (filter ~2, exact-set key and
+// data 24): max_memory / this is the most rules the tables can ever hold,
+// so the slot arrays are reserved for that many.
+constexpr std::size_t kMinTableBytesPerRule = 26;
+
+// Rules inserted into the lookup tables by the current request and not yet
+// in the store: growth copies them too (Blocklist::grow_tables).
+class PendingScope {
+ public:
+  explicit PendingScope(std::vector<const Rule*>& p) : p_(p) { p_.clear(); }
+  ~PendingScope() { p_.clear(); }
+  PendingScope(const PendingScope&) = delete;
+  PendingScope& operator=(const PendingScope&) = delete;
+
+ private:
+  std::vector<const Rule*>& p_;
+};
 
 }  // namespace
 
@@ -50,32 +73,28 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
                                              std::vector<std::string>* notes) {
   std::unique_ptr<Blocklist> b(new Blocklist());
   b->capacity_ = o.capacity;
-  b->filter_mem_ = {o.socket, rte_eal_has_hugepages() != 0, 0};
-  FilterAllocator a{&filter_alloc, &filter_release, &b->filter_mem_};
-  // Cuckoo filters with 4-slot buckets reach ~95% load; size for 90%.
-  b->filter_ = GatewayFilter::create(o.capacity + o.capacity / 9 + 64, a);
-  if (!b->filter_) {
-    *err = "cannot allocate the cuckoo filter for " + std::to_string(o.capacity) +
-           " rules (raise EAL memory with -m)";
+  b->socket_ = o.socket;
+  b->qsv_ = o.qsv;
+  b->name_ = o.name;
+  b->max_memory_ = o.max_memory != 0 ? o.max_memory : kDefaultMaxMemory;
+  b->max_slots_ = std::min<std::size_t>(std::max(o.capacity, b->max_memory_ / kMinTableBytesPerRule),
+                                        UINT32_MAX);
+  if (!b->grow_tables(o.capacity, /*copy=*/false)) {
+    *err = b->last_error_;
     return nullptr;
   }
-  b->exact_ = ExactSet::create(o.name + "_exact", static_cast<uint32_t>(o.capacity), o.qsv,
-                               o.socket, err);
-  if (!b->exact_) return nullptr;
   PrefixTables::Options po;
   po.name = o.name;
   po.socket = o.socket;
   po.qsv = o.qsv;
   po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(o.capacity, UINT32_MAX));
-  b->prefixes_ = std::make_unique<PrefixTables>(b->filter_.get(), b->exact_.get(), po);
-  b->removed_at_ = static_cast<std::atomic<uint64_t>*>(rte_zmalloc_socket(
-      "cg_removed_at", sizeof(std::atomic<uint64_t>) * o.capacity, RTE_CACHE_LINE_SIZE, o.socket));
+  b->prefixes_ = std::make_unique<PrefixTables>(&b->tables_, po);
+  b->removed_at_ = reserve_slot_array(b->max_slots_);
   if (b->removed_at_ == nullptr) {
-    *err = "cannot allocate the rule slot generations for " + std::to_string(o.capacity) +
-           " rules (raise EAL memory with -m)";
+    *err = "cannot reserve the rule slot generations for " + std::to_string(b->max_slots_) +
+           " rules (lower gateway.max_memory)";
     return nullptr;
   }
-  for (std::size_t i = 0; i < o.capacity; ++i) new (&b->removed_at_[i]) std::atomic<uint64_t>(0);
 
   if (!o.state_dir.empty()) {
     // One gateway per state directory: two writers would interleave journals.
@@ -104,7 +123,15 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     return nullptr;
   }
   if (notes != nullptr) *notes = report.notes;
-  // Restore: every acknowledged rule back into the lookup structures.
+  // Restore: every acknowledged rule back into the lookup structures, sized
+  // for them first (nothing is in them yet, so nothing to copy).
+  std::size_t need = b->capacity_;
+  while (need < b->store_->size()) need *= 2;
+  if (need != b->capacity_ && !b->grow_tables(need, /*copy=*/false)) {
+    *err = "rule state in '" + o.state_dir + "': " + b->last_error_;
+    return nullptr;
+  }
+  b->restoring_ = true;
   for (auto c = b->store_->list(); c.next();) {
     RuleParse p = parse_rule(c.value().text);
     if (!p.rule) {
@@ -113,18 +140,18 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
       return nullptr;
     }
     if (!b->insert_lookup(*p.rule)) {
-      *err = "rule state in '" + o.state_dir + "' holds more rules than the capacity " +
-             std::to_string(o.capacity) + " (raise gateway.capacity)";
+      *err = "rule state in '" + o.state_dir + "': cannot restore '" + c.value().text + "': " + b->last_error_;
       return nullptr;
     }
   }
+  b->restoring_ = false;
   return b;
 }
 
 Blocklist::~Blocklist() {
   store_.reset();  // closes the journal before the lock is released
   if (lock_fd_ >= 0) ::close(lock_fd_);
-  rte_free(removed_at_);
+  release_slot_array(removed_at_, max_slots_);
 }
 
 void Blocklist::bump_generation(bool added) noexcept {
@@ -182,14 +209,24 @@ uint64_t Blocklist::hits(const Rule& r) const {
 
 bool Blocklist::insert_lookup(const Rule& r) {
   const Keys k = keys_of(r);
-  if (next_slot_ >= capacity_ && free_slots_.empty()) return false;
+  if (next_slot_ >= max_slots_ && free_slots_.empty()) {
+    last_error_ = "max_memory reached: all " + std::to_string(max_slots_) + " rule slots in use";
+    return false;
+  }
+  if (!ensure_room(1)) return false;  // grows the tables at the load target
   const bool exact_rule = !r.prefix_len;  // prefix rules are counted by prefixes_, not the kind mask
   if (exact_rule) count_kind(r.kind, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
+  // No cuckoo path below the load target: grow (copies every present rule,
+  // not this one) and insert into the bigger filter.
   if (filter_->insert(k.hash) != InsertResult::kOk) {
-    if (exact_rule) count_kind(r.kind, -1);
-    return false;
+    last_error_ = "the filter found no cuckoo path";  // or grow_tables' reason
+    if (restoring_ || !grow_tables(std::max<std::size_t>(capacity_, 64) * 2) ||
+        filter_->insert(k.hash) != InsertResult::kOk) {
+      if (exact_rule) count_kind(r.kind, -1);
+      return false;
+    }
   }
   const uint32_t slot = take_slot();
   const bool in_exact = exact_->add(k.key, r.kind, slot) == 0;
@@ -199,6 +236,8 @@ bool Blocklist::insert_lookup(const Rule& r) {
     if (in_exact) {
       last_error_ = prefixes_->last_error();
       exact_->del(k.key);
+    } else {
+      last_error_ = "the exact set found no room";
     }
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
@@ -208,6 +247,7 @@ bool Blocklist::insert_lookup(const Rule& r) {
     bump_generation(/*added=*/false);
     return false;
   }
+  if (!restoring_) pending_.push_back(&r);  // in the tables, not in the store yet
   bump_generation(/*added=*/true);
   return true;
 }
@@ -272,6 +312,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     const Rule* rule = nullptr;
   };
   std::unordered_map<std::string, Touch> touched;
+  const PendingScope pending(pending_);
   std::vector<std::string> orders(n), texts(n);
   std::vector<store::RuleStore::Change> sc;
   std::vector<std::size_t> sc_of;  // change index of each store change
@@ -400,10 +441,9 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
   std::vector<std::string> refresh;
   for (const Rule& r : rules) {
     std::string order = rule_order_key(r);
-    if (store_->contains(order)) {
+    if (const auto m = store_->get(order)) {  // one search, present or not
       // Repeats inside the batch reach the store twice: it reports exists.
-      const auto m = store_->get(order);
-      if (m && m->expiry_unix_ms != 0) refresh.push_back(std::move(order));
+      if (m->expiry_unix_ms != 0) refresh.push_back(std::move(order));
       else ++res.existed;
       continue;
     }
@@ -418,7 +458,8 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
   auto rollback = [&](std::size_t upto) {
     for (std::size_t i = 0; i < upto; ++i) remove_lookup(*fresh[i]);
   };
-  if (store_->size() + fresh.size() > capacity_) return {0, 0, 0, Result::kFull};
+  const PendingScope pending(pending_);
+  if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
   for (std::size_t i = 0; i < fresh.size(); ++i) {
     if (!insert_lookup(*fresh[i])) {
       rollback(i);
@@ -555,6 +596,140 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const std:
   }
   if (res.result != Result::kOk) return {0, 0, 0, 0, res.result};
   return res;
+}
+
+}  // namespace cg
+
+// ---- Growth (docs/concurrency.md, "Growth") --------------------------------
+namespace cg {
+
+std::atomic<uint64_t>* Blocklist::reserve_slot_array(std::size_t slots) noexcept {
+  // Anonymous pages read as zero, which is a std::atomic<uint64_t> holding 0
+  // (lock-free, same representation); untouched pages cost no memory.
+  static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == 8);
+  void* p = ::mmap(nullptr, slots * sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<std::atomic<uint64_t>*>(p);
+}
+
+void Blocklist::release_slot_array(std::atomic<uint64_t>* a, std::size_t slots) noexcept {
+  if (a != nullptr) ::munmap(a, slots * sizeof(std::atomic<uint64_t>));
+}
+
+std::size_t Blocklist::table_bytes() const noexcept {
+  return filter_->memory_bytes() + exact_->memory_bytes();
+}
+
+bool Blocklist::make_tables(std::size_t capacity, std::unique_ptr<FilterMemory>* mem,
+                            std::unique_ptr<GatewayFilter>* f, std::unique_ptr<ExactSet>* e) {
+  const std::string rules = std::to_string(capacity) + " rules";
+  if (capacity > UINT32_MAX / 2) {
+    last_error_ = "max_memory reached: the exact set cannot hold " + rules;
+    return false;
+  }
+  *mem = std::make_unique<FilterMemory>(FilterMemory{socket_, rte_eal_has_hugepages() != 0, 0});
+  *f = GatewayFilter::create(filter_slots_for(capacity), FilterAllocator{&filter_alloc, &filter_release, mem->get()});
+  if (!*f) {
+    last_error_ = "cannot allocate the cuckoo filter for " + rules + " (raise EAL memory with -m)";
+    return false;
+  }
+  std::string err;
+  *e = ExactSet::create(name_ + "_exact" + (table_seq_ == 0 ? "" : std::to_string(table_seq_)),
+                        static_cast<uint32_t>(capacity), qsv_, socket_, &err);
+  ++table_seq_;
+  const std::size_t bytes = (*f)->memory_bytes() + (*e ? (*e)->memory_bytes() : 0);
+  if (!*e || bytes > max_memory_) {
+    last_error_ = !*e ? err + " (raise EAL memory with -m)"
+                      : "max_memory reached: lookup tables for " + rules + " need " + std::to_string(bytes) +
+                            " bytes, max_memory is " + std::to_string(max_memory_);
+    e->reset();
+    f->reset();
+    return false;
+  }
+  return true;
+}
+
+bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<FilterMemory> mem;
+  std::unique_ptr<GatewayFilter> f;
+  std::unique_ptr<ExactSet> e;
+  for (;;) {
+    if (!make_tables(capacity, &mem, &f, &e)) return false;
+    if (!copy) break;
+    // Every rule the current tables hold: the store's plus pending_. Each
+    // keeps its kind and slot, so hit counters, slot_removed_at and the
+    // prefix LPM entries (which name slots) stay valid as they are.
+    std::size_t n = 0;
+    bool filter_full = false;
+    auto put = [&](const Rule& r) {
+      const Keys k = keys_of(r);
+      RuleKind kind;
+      uint32_t slot;
+      if (!exact_->contains(k.key, &kind, &slot)) {
+        last_error_ = "growth aborted: rule '" + format_rule(r) + "' is not in the lookup tables";
+        return false;
+      }
+      if (f->insert(k.hash) != InsertResult::kOk) {
+        filter_full = true;
+        return false;
+      }
+      if (e->add(k.key, kind, slot) != 0) {
+        last_error_ = "growth aborted: the new exact set refused a rule";
+        return false;
+      }
+      ++n;
+      return true;
+    };
+    bool ok = true;
+    for (auto c = store_->list(); ok && c.next();) {
+      RuleParse p = parse_rule(c.value().text);  // stored texts always parse
+      ok = p.rule && put(*p.rule);
+    }
+    for (std::size_t i = 0; ok && i < pending_.size(); ++i) ok = put(*pending_[i]);
+    if (ok && n != exact_->size()) {
+      // The tables hold a key the store and pending_ do not: copying would
+      // lose it. Never expected; refuse rather than drop a rule.
+      last_error_ = "growth aborted: the lookup tables hold " + std::to_string(exact_->size()) +
+                    " rules, the store and the request " + std::to_string(n);
+      ok = false;
+    }
+    if (ok) break;
+    e.reset();
+    f.reset();
+    if (!filter_full) return false;
+    capacity *= 2;  // no cuckoo path at this size: try the next one
+  }
+  auto view = std::make_unique<LookupTables>(LookupTables{f.get(), e.get()});
+  std::swap(filter_mem_, mem);
+  std::swap(filter_, f);
+  std::swap(exact_, e);
+  std::swap(view_, view);
+  // release: a worker that loads this pointer (acquire) sees the new tables
+  // fully built. From here on the control thread changes only the new pair.
+  tables_.store(view_.get(), std::memory_order_release);
+  if (f) {
+    // The old pair may be in use by a burst that loaded the pointer before
+    // the store above; a worker reports a quiescent state only between
+    // bursts, so once each has, none holds it any more.
+    if (qsv_ != nullptr) rte_rcu_qsbr_synchronize(qsv_, RTE_QSBR_THRID_INVALID);
+    ++growths_;
+    last_growth_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  view.reset();
+  e.reset();
+  f.reset();  // before the memory descriptor its allocator uses
+  mem.reset();
+  capacity_ = capacity;
+  return true;
+}
+
+bool Blocklist::ensure_room(std::size_t more) {
+  const std::size_t need = store_->size() + pending_.size() + more;
+  if (need <= capacity_ || restoring_) return true;
+  std::size_t cap = std::max<std::size_t>(capacity_, 64);
+  while (cap < need) cap *= 2;
+  return grow_tables(cap);
 }
 
 }  // namespace cg

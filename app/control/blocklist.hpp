@@ -44,7 +44,11 @@ namespace cg {
 class Blocklist {
  public:
   struct Options {
-    std::size_t capacity = 1u << 20;  // rules; the filter gets >= capacity / 0.9 slots
+    std::size_t capacity = 1u << 20;  // initial rules; the tables grow past it (see grow_tables)
+    // The only limit on growth: bytes of the lookup tables (filter + exact
+    // set) after a growth; 0 = kDefaultMaxMemory. Hit-counter slots are
+    // reserved (virtual, untouched until used) for max_slots() rules.
+    std::size_t max_memory = 0;
     int socket = 0;                   // NUMA socket for filter and exact-set memory
     rte_rcu_qsbr* qsv = nullptr;      // the workers' QSBR variable
     std::string name = "cg";          // prefix for DPDK object names
@@ -165,6 +169,25 @@ class Blocklist {
   const std::atomic<uint32_t>& kind_mask() const noexcept { return kind_mask_; }
   std::size_t capacity() const noexcept { return capacity_; }
 
+  // Growth (docs/concurrency.md, "Growth"). The current lookup tables, for
+  // workers: load once per burst with acquire, AFTER the generation. The
+  // control thread replaces them by a pair built at twice the size when an
+  // insert finds them full, and frees the old pair only after every worker
+  // reported a quiescent state (rte_rcu_qsbr_synchronize on Options::qsv).
+  static constexpr std::size_t kDefaultMaxMemory = std::size_t{4} << 30;
+  const std::atomic<const LookupTables*>& tables() const noexcept { return tables_; }
+  std::size_t max_memory() const noexcept { return max_memory_; }
+  // Hit-counter slots that exist (slot_removed_at() and the engine's
+  // counters have this many entries): enough for max_memory.
+  std::size_t max_slots() const noexcept { return max_slots_; }
+  std::size_t table_bytes() const noexcept;  // filter + exact set now
+  uint64_t growths() const noexcept { return growths_; }
+  double last_growth_ms() const noexcept { return last_growth_ms_; }
+  // Zeroed per-slot 64-bit counters for max_slots() slots: reserved address
+  // space (MAP_NORESERVE), pages committed only when a slot is first used.
+  static std::atomic<uint64_t>* reserve_slot_array(std::size_t slots) noexcept;
+  static void release_slot_array(std::atomic<uint64_t>* a, std::size_t slots) noexcept;
+
   // The blocklist generation: bumped (release) after every change of the
   // lookup structures (add, del, expiry, flush, load, undo). A worker reads it
   // (acquire) at the start of a burst; a flow verdict cached at an older
@@ -198,6 +221,14 @@ class Blocklist {
   void remove_lookup(const Rule& r);        // the reverse
   void remove_text(const std::string& text);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
+  // Growth. grow_tables builds a filter and exact set for `capacity` rules
+  // from the store plus pending_ (rules in the lookup tables that the store
+  // does not hold yet), with the same slots, publishes them and reclaims the
+  // old pair. false (nothing changed, last_error_ says why): max_memory, EAL
+  // memory, or an inconsistency. ensure_room grows (doubling) until `more`
+  // further rules fit below the load target.
+  bool grow_tables(std::size_t capacity, bool copy = true);
+  bool ensure_room(std::size_t more);
   uint32_t take_slot();
   void release_slot(uint32_t slot);
 
@@ -210,9 +241,22 @@ class Blocklist {
   };
   static void* filter_alloc(void* ctx, std::size_t bytes, std::size_t align);
   static void filter_release(void* ctx, void* p);
-  FilterMemory filter_mem_;
+  bool make_tables(std::size_t capacity, std::unique_ptr<FilterMemory>* mem,
+                   std::unique_ptr<GatewayFilter>* f, std::unique_ptr<ExactSet>* e);
+  std::unique_ptr<FilterMemory> filter_mem_;  // the current filter's (outlives it)
   std::unique_ptr<GatewayFilter> filter_;
   std::unique_ptr<ExactSet> exact_;
+  std::unique_ptr<LookupTables> view_;             // what tables_ points to
+  std::atomic<const LookupTables*> tables_{nullptr};
+  rte_rcu_qsbr* qsv_ = nullptr;
+  int socket_ = 0;
+  std::string name_;
+  std::size_t max_memory_ = 0, max_slots_ = 0;
+  uint64_t growths_ = 0;
+  unsigned table_seq_ = 0;  // names of rte_hash objects must be unique
+  double last_growth_ms_ = 0;
+  bool restoring_ = false;                 // create(): the store is ahead of the tables
+  std::vector<const Rule*> pending_;       // inserted here, not in the store yet (apply, add_batch)
   std::unique_ptr<PrefixTables> prefixes_;
   std::unique_ptr<store::RuleStore> store_;
   std::size_t capacity_ = 0;
@@ -229,7 +273,7 @@ class Blocklist {
   std::function<uint64_t(uint32_t)> hit_reader_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> pass_generation_{0};
-  std::atomic<uint64_t>* removed_at_ = nullptr;  // capacity_ entries, rte_zmalloc'ed
+  std::atomic<uint64_t>* removed_at_ = nullptr;  // max_slots_ entries, reserved pages
   void bump_generation(bool added) noexcept;
 };
 

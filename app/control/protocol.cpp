@@ -117,8 +117,7 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
   if (s.load_replace) {
     const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_rules);
     if (r.result == Blocklist::Result::kFull) {
-      err(out, 507, "replace rejected, nothing changed: blocklist full (capacity " +
-                        std::to_string(b_.capacity()) + ")");
+      err(out, 507, "replace rejected, nothing changed: blocklist full (" + b_.last_error() + ")");
     } else if (r.result != Blocklist::Result::kOk) {
       err(out, 500, "replace rejected, nothing changed: the journal could not be written: " + b_.last_error());
     } else {
@@ -139,8 +138,7 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
     return;
   }
   if (r.result == Blocklist::Result::kFull) {
-    err(out, 507, "load rejected, nothing applied: blocklist full (capacity " +
-                      std::to_string(b_.capacity()) + ")");
+    err(out, 507, "load rejected, nothing applied: blocklist full (" + b_.last_error() + ")");
   } else if (r.result != Blocklist::Result::kOk) {
     err(out, 500, "load rejected, nothing applied: the journal could not be written: " + b_.last_error());
   } else {
@@ -164,7 +162,7 @@ void CommandHandler::finish_batch(Session& s, std::string& out) {
     const std::string rule = format_rule(s.batch[i].rule);
     std::string why = res[i] == Blocklist::Outcome::kAbsent ? "not in blocklist: " + rule
                       : res[i] == Blocklist::Outcome::kFull
-                          ? "blocklist full (capacity " + std::to_string(b_.capacity()) + "): " + rule
+                          ? "blocklist full (" + b_.last_error() + "): " + rule
                           : "the journal could not be written: " + b_.last_error();
     err(out, outcome_code(res[i]),
         "batch rejected, nothing applied: line " + std::to_string(s.batch_lines[i]) + ": " + why);
@@ -245,7 +243,7 @@ void CommandHandler::answer(Blocklist::Outcome o, const Blocklist::Change& c, st
     case Blocklist::Outcome::kDeleted: ++dels_; out += "OK deleted\n"; break;
     case Blocklist::Outcome::kAbsent: err(out, 404, "not in blocklist: " + format_rule(c.rule)); break;
     case Blocklist::Outcome::kFull:
-      err(out, 507, "blocklist full (capacity " + std::to_string(b_.capacity()) + "), rule not added");
+      err(out, 507, "blocklist full (" + b_.last_error() + "), rule not added");
       break;
     default:
       err(out, 500, std::string(add ? "rule not added" : "rule not deleted") +

@@ -59,6 +59,14 @@ bool ExactSet::del(const Key128& k) noexcept {
   return rte_hash_del_key_with_hash(h_, &k, sig(k)) >= 0;
 }
 
+std::size_t ExactSet::size() const noexcept {
+  std::size_t n = 0;
+  const void* key = nullptr;
+  void* data = nullptr;
+  for (uint32_t next = 0; rte_hash_iterate(h_, &key, &data, &next) >= 0;) ++n;
+  return n;
+}
+
 std::size_t ExactSet::memory_bytes() const noexcept {
   // rte_hash does not report its footprint; estimate from its layout: key
   // store (key + data pointer per entry) plus 8-entry buckets of 64 bytes.

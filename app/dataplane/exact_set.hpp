@@ -49,6 +49,9 @@ class ExactSet {
   // del: true if the key was present.
   bool del(const Key128& k) noexcept;
   uint32_t capacity() const noexcept { return capacity_; }
+  // Keys present, by walking the table (writer side, O(capacity)):
+  // rte_hash_count also counts deleted keys whose slots await reclamation.
+  std::size_t size() const noexcept;
   std::size_t memory_bytes() const noexcept;
 
  private:

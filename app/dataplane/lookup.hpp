@@ -10,4 +10,13 @@ namespace cg {
 
 using GatewayFilter = DefaultFilter;  // 12-bit fingerprints, 4 slots per 64-bit bucket
 
+// One generation of the lookup tables, immutable once published. The
+// blocklist swaps the whole pair when it grows (docs/concurrency.md,
+// "Growth"); a worker loads the pointer once per burst (acquire, after the
+// generation) and uses only that pair until its next quiescent state.
+struct LookupTables {
+  const GatewayFilter* filter = nullptr;
+  const ExactSet* exact = nullptr;
+};
+
 }  // namespace cg

@@ -181,7 +181,7 @@ void PrefixTables::lookup_lpm(const PacketKeys* keys, const bool* classify, uint
 }
 
 void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t n, bool verify,
-                          PrefixHit* out) const noexcept {
+                          PrefixHit* out, const LookupTables* lt) const noexcept {
   for (uint16_t i = 0; i < n; ++i) out[i] = {};
   lookup_lpm(keys, classify, n, out);
   // One snapshot of the lengths per burst (relaxed: see add()).
@@ -194,6 +194,10 @@ void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t
     }
   }
   if (any == 0) return;
+  // acquire: pairs with the blocklist's release of a grown pair (Growth).
+  if (lt == nullptr) lt = tables_->load(std::memory_order_acquire);
+  const GatewayFilter& filter = *lt->filter;
+  const ExactSet& exact = *lt->exact;
 
   uint64_t hashes[kChunk];
   Probe probes[kChunk];
@@ -202,7 +206,7 @@ void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t
   uint8_t buf[kPrefixKeyMax];
   auto flush = [&] {
     if (np == 0) return;
-    filter_->contains_bulk(hashes, np, hit_mask);
+    filter.contains_bulk(hashes, np, hit_mask);
     for (std::size_t w = 0; w < (np + 63) / 64; ++w) {
       for (uint64_t bits = hit_mask[w]; bits != 0; bits &= bits - 1) {
         const Probe& p = probes[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
@@ -213,7 +217,7 @@ void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t
         uint32_t slot = 0;
         if (verify) {
           const std::size_t len = encode_prefix_key(buf, probed, kb[1], kb + 2, p.len);
-          if (!exact_->contains(key_hash128(buf, len), &kind, &slot)) continue;  // a false positive
+          if (!exact.contains(key_hash128(buf, len), &kind, &slot)) continue;  // a false positive
         }
         merge(out[p.pkt], static_cast<uint8_t>(kind), p.key, p.len, slot);
       }

@@ -65,8 +65,10 @@ class PrefixTables {
     uint32_t max_rules = 1u << 20; // prefix rules an LPM table holds (the blocklist capacity)
     uint32_t tbl8s = 4096;         // IPv4 /25-/31: distinct /24 networks per kind (1 KiB each)
   };
-  PrefixTables(const GatewayFilter* filter, const ExactSet* exact, Options o) noexcept
-      : filter_(filter), exact_(exact), opts_(std::move(o)) {}
+  // tables: the blocklist's current filter + exact set (Blocklist::tables();
+  // replaced when it grows), probed for the lengths in use.
+  PrefixTables(const std::atomic<const LookupTables*>* tables, Options o) noexcept
+      : tables_(tables), opts_(std::move(o)) {}
   ~PrefixTables();
   PrefixTables(const PrefixTables&) = delete;
   PrefixTables& operator=(const PrefixTables&) = delete;
@@ -89,8 +91,11 @@ class PrefixTables {
   // filter are taken as matches (pure-filter mode), slot 0. Bounded work:
   // one LPM lookup per IPv4 address key of a kind with a table, plus
   // (address keys) x (lengths in use) probes; no allocation, no locks.
+  // t: the tables the caller's burst loaded (a worker passes its own
+  // snapshot, so exact and prefix keys are judged against the same pair);
+  // nullptr: load the current ones.
   void lookup(const PacketKeys* keys, const bool* classify, uint16_t n, bool verify,
-              PrefixHit* out) const noexcept;
+              PrefixHit* out, const LookupTables* t = nullptr) const noexcept;
 
   // Lengths in use: bit (len % 64) of word (len / 64); table = (kind, family).
   static constexpr unsigned kWords = 3;  // 129 lengths (IPv6 /0../128; /128 never used)
@@ -101,8 +106,7 @@ class PrefixTables {
   static bool in_lpm(const Rule& r) noexcept { return r.addr.family == 4 && *r.prefix_len != 0; }
   void count(const Rule& r, int delta) noexcept;  // the probed lengths
   void lookup_lpm(const PacketKeys* keys, const bool* classify, uint16_t n, PrefixHit* out) const noexcept;
-  const GatewayFilter* filter_;
-  const ExactSet* exact_;
+  const std::atomic<const LookupTables*>* tables_;
   Options opts_;
   // Per kind (src, dst, ip): its IPv4 LPM, created by the control thread on
   // the kind's first IPv4 /1-/31 prefix and freed with this object.

@@ -312,10 +312,10 @@ void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
     if (key.kind != RuleKind::kHost && key.kind != RuleKind::kUrl) continue;  // the packet's own are judged
-    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0 || !cfg_.filter->contains(key.hash)) continue;
+    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0 || !burst_.filter->contains(key.hash)) continue;
     RuleKind kind = key.kind;
     uint32_t rule = 0;
-    if (cfg_.verify && !cfg_.exact->contains(key_hash128(pk.key_bytes(k), key.len), &kind, &rule)) continue;
+    if (cfg_.verify && !burst_.exact->contains(key_hash128(pk.key_bytes(k), key.len), &kind, &rule)) continue;
     RuleHit& h = s.hit[i];
     const auto kv = static_cast<uint8_t>(kind);
     if (h.kind == 0 || kv < h.kind) h = {kv, rule};
@@ -448,6 +448,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   const uint64_t pass_gen = cfg_.pass_generation->load(std::memory_order_acquire);
   const uint64_t gen = cfg_.generation->load(std::memory_order_acquire);
   const uint32_t kinds = cfg_.kind_mask->load(std::memory_order_acquire);
+  // acquire, after the generations: a burst that sees a change's generation
+  // sees the tables the change was made in (docs/concurrency.md, "Growth").
+  burst_ = cfg_.tables != nullptr ? *cfg_.tables->load(std::memory_order_acquire)
+                                  : LookupTables{cfg_.filter, cfg_.exact};
   const uint64_t now = rte_rdtsc();
   track_flows(pkts, n, now);
 
@@ -486,9 +490,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   }
   // 2. One bulk filter lookup; hits confirmed against the exact set.
   LookupStats ls;
-  if (nk != 0) cfg_.filter->contains_bulk(s.hashes, nk, s.hit_mask, &ls);
+  if (nk != 0) burst_.filter->contains_bulk(s.hashes, nk, s.hit_mask, &ls);
   uint64_t hits = 0, confirmed = 0;
-  const ExactSet& exact = *cfg_.exact;
+  const ExactSet& exact = *burst_.exact;
   for (std::size_t w = 0; w < (nk + 63) / 64; ++w) {
     uint64_t bits = s.hit_mask[w];
     while (bits != 0) {
@@ -513,7 +517,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   // burst's addresses; an exact hit of the same or a smaller kind stays.
   if (cfg_.prefixes != nullptr) {
     PrefixHit ph[kBurst];
-    cfg_.prefixes->lookup(s.keys, s.classify, n, cfg_.verify, ph);
+    cfg_.prefixes->lookup(s.keys, s.classify, n, cfg_.verify, ph, &burst_);
     for (uint16_t i = 0; i < n; ++i)
       if (ph[i].kind != 0 && (s.hit[i].kind == 0 || ph[i].kind < s.hit[i].kind)) s.hit[i] = {ph[i].kind, ph[i].slot};
   }

@@ -59,6 +59,9 @@ struct WorkerConfig {
   uint64_t pps = 0;                    // > 0: pace rx to this many packets/s (replay)
   const GatewayFilter* filter = nullptr;
   const ExactSet* exact = nullptr;
+  // Blocklist::tables(): when set, the filter and exact set are loaded from
+  // it once per burst instead (they are replaced when the blocklist grows).
+  const std::atomic<const LookupTables*>* tables = nullptr;
   const std::atomic<uint32_t>* kind_mask = nullptr;  // kinds with rules (bit = RuleKind)
   const PrefixTables* prefixes = nullptr;  // CIDR prefix rules (Blocklist::prefixes()); null: none
   rte_rcu_qsbr* qsv = nullptr;
@@ -131,6 +134,7 @@ class Worker {
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
+  LookupTables burst_{};  // the tables of the burst in process() (one load per burst)
   std::vector<uint32_t> max_frame_;  // per link: longest frame the rx port's MTU allows
   WorkerScratch* s_ = nullptr;
   bool scratch_in_eal_ = true;          // s_ from rte_zmalloc (else mem::map_pages)

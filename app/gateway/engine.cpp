@@ -182,7 +182,7 @@ Engine::~Engine() {
   stop();
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
-  for (auto* arr : rule_hits_) rte_free(arr);
+  for (auto* arr : rule_hits_) Blocklist::release_slot_array(arr, hit_slots_);
   for (auto* arr : link_stats_) rte_free(arr);
   rte_free(stats_);
   rte_free(qsv_);
@@ -215,6 +215,7 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   }
   Blocklist::Options bo;
   bo.capacity = o.capacity;
+  bo.max_memory = o.max_memory;
   bo.socket = socket;
   bo.qsv = qsv_;
   bo.state_dir = o.state_dir;
@@ -233,16 +234,16 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   stats_ = static_cast<WorkerStats*>(mem);
   for (unsigned w = 0; w < o.workers; ++w) new (&stats_[w]) WorkerStats();
   // Per-rule hit counters: one array per worker (single writer each), summed
-  // on read by the control side.
+  // on read by the control side. Reserved for every slot the blocklist can
+  // grow to (max_memory), committed page by page as slots come into use.
+  hit_slots_ = blocklist_->max_slots();
   for (unsigned w = 0; w < o.workers; ++w) {
-    void* h = rte_zmalloc_socket("cg_rule_hits", sizeof(std::atomic<uint64_t>) * o.capacity,
-                                 RTE_CACHE_LINE_SIZE, socket);
-    if (h == nullptr) {
-      *err = "cannot allocate per-rule hit counters (raise EAL memory with -m)";
+    std::atomic<uint64_t>* arr = Blocklist::reserve_slot_array(hit_slots_);
+    if (arr == nullptr) {
+      *err = "cannot reserve per-rule hit counters for " + std::to_string(hit_slots_) +
+             " slots (lower gateway.max_memory)";
       return false;
     }
-    auto* arr = static_cast<std::atomic<uint64_t>*>(h);
-    for (std::size_t i = 0; i < o.capacity; ++i) new (&arr[i]) std::atomic<uint64_t>(0);
     rule_hits_.push_back(arr);
   }
   blocklist_->set_hit_reader([this](uint32_t slot) {
@@ -312,6 +313,7 @@ bool Engine::start(std::string* err) {
     c.pps = opts_.pps / opts_.workers + (w < opts_.pps % opts_.workers ? 1 : 0);
     c.filter = &blocklist_->filter();
     c.exact = &blocklist_->exact();
+    c.tables = &blocklist_->tables();
     c.kind_mask = &blocklist_->kind_mask();
     c.prefixes = &blocklist_->prefixes();
     c.qsv = qsv_;
@@ -494,6 +496,10 @@ void Engine::info_text(std::string& out) const {
   line(out, "filter.kcas_retries", f.kcas_retries);
   line(out, "exact.capacity", static_cast<uint64_t>(blocklist_->exact().capacity()));
   line(out, "exact.bytes", static_cast<uint64_t>(blocklist_->exact().memory_bytes()));
+  line(out, "max_memory", static_cast<uint64_t>(blocklist_->max_memory()));
+  line(out, "tables.bytes", static_cast<uint64_t>(blocklist_->table_bytes()));
+  line(out, "tables.growths", blocklist_->growths());
+  line(out, "tables.last_growth_ms", blocklist_->last_growth_ms());
 }
 
 void Engine::register_telemetry() {

@@ -23,6 +23,7 @@ struct EngineOptions {
   bool verify = true;
   bool drop_malformed = false;
   std::size_t capacity = 1u << 20;  // rules
+  std::size_t max_memory = 0;       // bytes the lookup tables may grow to; 0 = Blocklist's default
   uint64_t pps = 0;                 // replay pacing, 0 = as fast as possible
   bool filtering = true;            // false: forward without looking anything up
   std::string state_dir;            // durable rule state, empty = in memory
@@ -93,6 +94,7 @@ class Engine {
   std::vector<std::unique_ptr<Worker>> workers_;
   WorkerStats* stats_ = nullptr;  // workers' blocks, rte_zmalloc'ed (cache aligned)
   std::vector<std::atomic<uint64_t>*> rule_hits_;  // per worker: one counter per rule slot
+  std::size_t hit_slots_ = 0;  // entries of each rule_hits_ array (Blocklist::max_slots())
   std::vector<LinkStats*> link_stats_;  // per worker: one per link, rte_zmalloc'ed
   // One kind of bad frame on one rx port, for check_frame_health().
   struct Watch {

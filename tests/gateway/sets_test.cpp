@@ -32,9 +32,10 @@ std::vector<Rule> rules(const std::vector<std::string>& texts) {
 
 class Sets : public testing::Test {
  protected:
-  void make(std::size_t capacity) {
+  void make(std::size_t capacity, std::size_t max_memory = 0) {
     Blocklist::Options o;
     o.capacity = capacity;
+    o.max_memory = max_memory;
     o.name = "sets" + std::to_string(++seq_);
     std::string err;
     bl_ = Blocklist::create(o, &err);
@@ -107,7 +108,10 @@ TEST_F(Sets, ARuleBelongsToTheSetThatAddedItFirst) {
 }
 
 TEST_F(Sets, AReplaceThatDoesNotFitChangesNothing) {
+  // The tables grow past the capacity; max_memory at their first size is
+  // what makes them full.
   make(4);
+  make(4, bl_->table_bytes());
   ASSERT_EQ(bl_->add_batch(rules({"host a.t", "host b.t"}), "feed").added, 2u);
   ASSERT_EQ(bl_->add(R("host c.t")), Blocklist::Result::kOk);
   // Three new rules while two old ones still hold their slots: full.
