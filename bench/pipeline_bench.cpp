@@ -34,6 +34,14 @@
 //     io_syn, new_flows_noflows   no flow table
 //     new_flows       the table full and evicting; resident memory before and
 //                     after the timed window
+//   first-flight capture (--mix-flows connections of realistic first flights:
+//   TLS with a 1.8 KB post-quantum ClientHello in two segments, HTTP GET,
+//   DNS over UDP, QUIC v1 with its ClientHello over two Initials; each with
+//   its handshake and an answer), against a flow table of a quarter as many
+//   entries, so that every connection is a new flow on every pass:
+//     io_mix          no flow table, no classification
+//     first_flights   flows on, everything inspected (reassembly, QUIC
+//                     decryption); reported in packets/s and connections/s
 // Each scenario also reports its verdict-cache hit ratio, flows created and
 // evicted, and the worker thread's CPU share (below 1: descheduled).
 //
@@ -69,6 +77,7 @@
 #include "gateway/eal.hpp"
 #include "gateway/engine.hpp"
 #include "gateway/ports.hpp"
+#include "first_flights.hpp"
 #include "gateway_inputs.hpp"
 #include "pcap_file.hpp"
 
@@ -85,6 +94,7 @@ struct Options {
   double warmup = 0.5;
   int runs = 3;
   uint32_t syn_flows = 1u << 20;
+  uint32_t mix_flows = 8192;  // connections in the first-flight capture
   double churn_rate = 1000;
   uint64_t flows = uint64_t{1} << 17;  // cuckoogate run's default (gateway.flows_per_worker)
   std::string testpmd = "dpdk-testpmd";
@@ -102,6 +112,7 @@ struct Target {
 };
 constexpr Target kTargets[] = {{"steady", "io", 0.6},
                                {"new_flows", "io_syn", 0.25},
+                               {"first_flights", "io_mix", 0.0},
                                {"churn", "io", 0.5},
                                // No target, for comparison: the per-packet path,
                                {"steady_noflows", "io", 0.0},
@@ -403,6 +414,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", o.runs, "Rounds; every figure is the median over them (default 3)");
   app.add_option("--syn-flows", o.syn_flows,
                  "Distinct SYNs in the new-flow capture (default 1048576)");
+  app.add_option("--mix-flows", o.mix_flows,
+                 "Connections in the first-flight capture (default 8192, a quarter of each kind)");
   app.add_option("--churn-rate", o.churn_rate,
                  "Rules added and rules deleted per second under churn (1000)");
   app.add_option("--flows", o.flows,
@@ -411,7 +424,8 @@ int main(int argc, char** argv) {
                  "dpdk-testpmd to cross-check io forwarding, 'none' to skip");
   app.add_option("--only", o.only,
                  "Comma-separated scenarios to run (io, testpmd_io, io_flowtable, steady, churn, "
-                 "steady_noflows, io_syn, new_flows, new_flows_noflows) and their baselines");
+                 "steady_noflows, io_syn, new_flows, new_flows_noflows, io_mix, first_flights) and "
+                 "their baselines");
   app.add_option("--lcores", o.lcores, "EAL -l: control lcore, then the worker (default 0-1)");
   app.add_option("--mem", o.mem_mb,
                  "EAL -m in MB (default: enough for the captures and the rules)");
@@ -421,10 +435,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pipeline_bench: --syn-flows is at most 4194304\n");
     return 2;
   }
-  if (o.runs < 1 || o.seconds <= 0 || o.churn_rate <= 0 || o.syn_flows == 0) {
-    std::fprintf(
-        stderr,
-        "pipeline_bench: --runs, --seconds, --churn-rate and --syn-flows must be positive\n");
+  if (o.runs < 1 || o.seconds <= 0 || o.churn_rate <= 0 || o.syn_flows == 0 || o.mix_flows < 4 ||
+      o.mix_flows > (1u << 18)) {
+    std::fprintf(stderr,
+                 "pipeline_bench: --runs, --seconds, --churn-rate and --syn-flows must be positive, "
+                 "--mix-flows 4 .. 262144\n");
     return 2;
   }
   bool release = true;
@@ -434,7 +449,8 @@ int main(int argc, char** argv) {
 #endif
   const std::vector<std::string> all = {"io",     "testpmd_io", "io_flowtable",
                                         "steady", "churn",      "steady_noflows",
-                                        "io_syn", "new_flows",  "new_flows_noflows"};
+                                        "io_syn", "new_flows",  "new_flows_noflows",
+                                        "io_mix", "first_flights"};
   std::set<std::string> want(all.begin(), all.end());
   if (!o.only.empty()) {
     want.clear();
@@ -456,6 +472,9 @@ int main(int argc, char** argv) {
   if (on("churn")) want.insert("steady");
   if (o.testpmd == "none") want.erase("testpmd_io");
   const bool need_syn = on("io_syn") || on("new_flows") || on("new_flows_noflows");
+  if (on("first_flights")) want.insert("io_mix");
+  const bool need_mix = on("io_mix") || on("first_flights");
+  std::size_t mix_packets = 0;
 
   char tmpl[] = "/tmp/cg-pipebench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
@@ -488,6 +507,11 @@ int main(int argc, char** argv) {
     }
     cg::test::write_pcap(dir + "/syn.pcap", frames);
   }
+  if (need_mix) {
+    const std::vector<cg::test::Bytes> frames = cg::bench::first_flights(o.mix_flows);
+    mix_packets = frames.size();
+    cg::test::write_pcap(dir + "/mix.pcap", frames);
+  }
   const std::vector<cg::Rule> rules = parse(cg::bench::rule_mix(o.rules));
   const std::size_t w = static_cast<std::size_t>(o.churn_rate);
   Churn churn(parse(cg::bench::rule_mix(2 * w, "c", 11)));
@@ -503,7 +527,8 @@ int main(int argc, char** argv) {
   if (o.mem_mb == 0) {
     const std::size_t syn_bytes =
         static_cast<std::size_t>(syn_mbufs) * (sizeof(rte_mbuf) + syn_room + 128);
-    o.mem_mb = static_cast<unsigned>(1024 + (o.rules * 400 >> 20) + (syn_bytes >> 20));
+    const std::size_t mix_bytes = (mix_packets + 16384) * (sizeof(rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE + 128);
+    o.mem_mb = static_cast<unsigned>(1024 + (o.rules * 400 >> 20) + (syn_bytes >> 20) + (mix_bytes >> 20));
   }
   std::string err;
   std::vector<std::string> eal = {
@@ -522,6 +547,10 @@ int main(int argc, char** argv) {
     eal.push_back("--vdev=net_pcap_syn,rx_pcap=" + dir + "/syn.pcap,infinite_rx=1");
     eal.push_back("--vdev=net_null_syn,no-rx=1");
   }
+  if (need_mix) {
+    eal.push_back("--vdev=net_pcap_mix,rx_pcap=" + dir + "/mix.pcap,infinite_rx=1");
+    eal.push_back("--vdev=net_null_mix,no-rx=1");
+  }
   std::printf(
       "pipeline_bench: 1 worker, %zu rules, 64-byte TCP from net_pcap(infinite_rx) to "
       "net_null(no-rx), EAL -l %s -m %u, median of %d runs of %.1f s\n",
@@ -537,10 +566,12 @@ int main(int argc, char** argv) {
     std::map<std::string, std::vector<Sample>> res;
     std::vector<double> tp, tp_load;
     std::string tp_why;
-    Pair steady{}, syn{};
+    Pair steady{}, syn{}, mix{};
     const int socket = static_cast<int>(rte_socket_id());
     if (!setup_pair("steady", 16383, RTE_MBUF_DEFAULT_BUF_SIZE, socket, &steady, &err) ||
-        (need_syn && !setup_pair("syn", syn_mbufs, syn_room, socket, &syn, &err))) {
+        (need_syn && !setup_pair("syn", syn_mbufs, syn_room, socket, &syn, &err)) ||
+        (need_mix && !setup_pair("mix", static_cast<uint32_t>(mix_packets + 16384), RTE_MBUF_DEFAULT_BUF_SIZE,
+                                 socket, &mix, &err))) {
       std::fprintf(stderr, "pipeline_bench: %s\n", err.c_str());
       rte_eal_cleanup();
       return 1;
@@ -568,7 +599,10 @@ int main(int argc, char** argv) {
          steady,
          {{"io_flowtable", false, false}, {"steady", true, false}, {"churn", true, true}}},
         {0, syn, {{"io_syn", false, false}, {"new_flows_noflows", true, false}}},
-        {o.flows, syn, {{"new_flows", true, false}}}};
+        {o.flows, syn, {{"new_flows", true, false}}},
+        {0, mix, {{"io_mix", false, false}}},
+        // A quarter as many entries as connections: each is a new flow on every pass.
+        {std::max<uint64_t>(o.mix_flows / 4, 64), mix, {{"first_flights", true, false}}}};
     const long tid = worker_tid(worker_lcore);
     for (int r = 0; rc == 0 && r < o.runs; ++r) {
       if (on("testpmd_io")) {  // first in the round, beside the io loop it checks
@@ -658,10 +692,12 @@ int main(int argc, char** argv) {
         {"steady_noflows", "steady state, --flows 0 (per-packet path)"},
         {"io_syn", "io forwarding (new-flow capture)"},
         {"new_flows", "new flows only, flows on"},
-        {"new_flows_noflows", "new flows only, --flows 0 (per-packet path)"}};
+        {"new_flows_noflows", "new flows only, --flows 0 (per-packet path)"},
+        {"io_mix", "io forwarding (first-flight capture)"},
+        {"first_flights", "TLS/HTTP/DNS/QUIC first flights, new flows"}};
     std::vector<Step> steps;
     for (const char* name : {"io", "io_flowtable", "steady", "churn", "steady_noflows", "io_syn",
-                             "new_flows", "new_flows_noflows"})
+                             "new_flows", "new_flows_noflows", "io_mix", "first_flights"})
       for (const Block& b : blocks)
         for (const Step& s : b.steps)
           if (std::string(s.name) == name) steps.push_back(s);
@@ -782,6 +818,16 @@ int main(int argc, char** argv) {
       std::printf("  %-17s / %-14s %6.3f  (the 512-flow capture's io, for reference)\n",
                   "new_flows", "io", median(ratios));
       out["ratios"]["new_flows_vs_io"] = {{"median", median(ratios)}, {"runs", ratios}};
+    }
+    if (auto a = res.find("first_flights"); a != res.end() && mix_packets != 0) {
+      // Connections per second: the capture's packets per connection.
+      std::vector<double> x = mpps(a->second);
+      const double per_conn = static_cast<double>(mix_packets) / o.mix_flows;
+      for (double& v : x) v = v * 1e6 / per_conn;
+      std::printf("  first_flights: %.0f connections/s (%.2f packets each, %u connections)\n", median(x),
+                  per_conn, o.mix_flows);
+      out["scenarios"]["first_flights"]["connections_per_s"] = median(x);
+      out["scenarios"]["first_flights"]["packets_per_connection"] = per_conn;
     }
     if (!tp.empty()) {
       if (auto b = res.find("io"); b != res.end()) {
