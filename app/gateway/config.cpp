@@ -1,5 +1,6 @@
 #include "gateway/config.hpp"
 
+#include <charconv>
 #include <cstdlib>
 #include <exception>
 #include <toml++/toml.h>
@@ -154,6 +155,35 @@ bool string_list(const toml::node* n, std::vector<std::string>& out, const std::
     if (!c_string(e, v, where, err)) return false;
     out.push_back(std::move(v));
   }
+  return true;
+}
+
+// gateway.max_memory: bytes, as an integer or a string of digits with an
+// optional binary suffix K, M, G or T ("2G" = 2^31); 1 MiB to 256 GiB.
+bool memory_size(const toml::table& t, const char* key, std::size_t& out, const std::string& where,
+                 std::string* err) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return true;
+  constexpr uint64_t kMin = uint64_t{1} << 20, kMax = uint64_t{256} << 30;
+  uint64_t v = 0;  // 0: not a valid size
+  if (const auto i = n->value<int64_t>(); n->is_integer() && i && *i > 0) {
+    v = static_cast<uint64_t>(*i);
+  } else if (const auto s = n->value<std::string>(); n->is_string() && s) {
+    const char* end = s->data() + s->size();
+    uint64_t num = 0;
+    const auto [p, ec] = std::from_chars(s->data(), end, num);
+    const std::string_view suffix(p, static_cast<std::size_t>(end - p));
+    const std::size_t found = suffix.size() == 1 ? std::string_view("KMGT").find(suffix[0]) : 0;
+    const std::size_t unit = suffix.empty() ? 0 : found + 1;  // 1 = K ... 4 = T
+    if (ec == std::errc() && p != s->data() && suffix.size() <= 1 && found != std::string_view::npos &&
+        num <= (kMax >> (10 * unit)))
+      v = num << (10 * unit);
+  }
+  if (v < kMin || v > kMax) {
+    *err = where + "." + key + ": expected bytes from 1M to 256G (an integer, or a string like \"512M\" or \"2G\")";
+    return false;
+  }
+  out = static_cast<std::size_t>(v);
   return true;
 }
 
@@ -322,7 +352,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
   }
   if (const toml::table* g = root["gateway"].as_table()) {
     const std::string w = path + ": gateway";
-    if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "ctl", "ctl_idle_timeout",
+    if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "max_memory", "ctl", "ctl_idle_timeout",
                          "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action",
                          "inspect_overflow", "quic"}, w, err))
       return false;
@@ -348,6 +378,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     }
     // rte_hash holds at most 2^30 entries and the exact set asks for capacity * 1.25.
     if (!integer(*g, "capacity", std::size_t{1}, std::size_t{858993459}, c.capacity, w, err)) return false;
+    if (!memory_size(*g, "max_memory", c.max_memory, w, err)) return false;
     if (!integer(*g, "rx_desc", uint16_t{64}, uint16_t{32768}, c.rx_desc, w, err)) return false;
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;
     if (const toml::node* s = g->get("ctl"); s != nullptr && !c_string(*s, c.ctl, w + ".ctl", err))

@@ -53,7 +53,8 @@ struct GatewayConfig {
   std::optional<unsigned> workers;      // default: every EAL worker lcore
   bool verify = true;
   bool drop_malformed = false;          // malformed = "pass" | "drop"
-  std::size_t capacity = 1u << 20;      // rules
+  std::size_t capacity = 1u << 20;      // rules at start; the tables grow past it
+  std::size_t max_memory = 0;           // bytes the lookup tables may grow to; 0 = default (4 GiB)
   std::string ctl;                      // control socket path ("" = default)
   unsigned ctl_idle_timeout_s = 30;     // control clients idle this long are closed
   uint64_t flows_per_worker = uint64_t{1} << 17;  // flow-table entries; 0 = no flow table

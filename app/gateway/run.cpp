@@ -137,6 +137,7 @@ int run_gateway(const RunOptions& o) {
     eo.verify = cfg.verify;
     eo.drop_malformed = cfg.drop_malformed;
     eo.capacity = std::max(cfg.capacity, rules.size());
+    eo.max_memory = cfg.max_memory;
     eo.state_dir = cfg.state_dir;
     eo.salvage = o.salvage;
     eo.flows = o.flows.value_or(cfg.flows_per_worker);

@@ -317,3 +317,24 @@ TEST(Config, ControlIdleTimeoutIsBounded) {
     EXPECT_NE(err.find("ctl_idle_timeout"), std::string::npos) << err;
   }
 }
+
+TEST(Config, MaxMemoryTakesBytesOrASuffixedString) {
+  std::string err;
+  const std::pair<const char*, std::size_t> good[] = {
+      {"max_memory = \"2G\"", std::size_t{2} << 30}, {"max_memory = \"512M\"", std::size_t{512} << 20},
+      {"max_memory = 1048576", std::size_t{1} << 20}, {"max_memory = \"1048576\"", std::size_t{1} << 20},
+      {"max_memory = \"256G\"", std::size_t{256} << 30}};
+  for (const auto& [text, bytes] : good) {
+    cg::GatewayConfig c;
+    ASSERT_TRUE(cg::parse_config(std::string("[gateway]\n") + text + "\n", "t.toml", c, &err)) << text << ": " << err;
+    EXPECT_EQ(c.max_memory, bytes) << text;
+  }
+  EXPECT_EQ(cg::GatewayConfig{}.max_memory, 0u);  // default: the blocklist's own (4 GiB)
+  for (const char* bad : {"max_memory = \"2X\"", "max_memory = \"G\"", "max_memory = \"1T\"", "max_memory = 1000",
+                          "max_memory = \"-1G\"", "max_memory = \"2GB\"", "max_memory = -5", "max_memory = 1.5",
+                          "max_memory = \"99999999999999999999K\""}) {
+    cg::GatewayConfig c;
+    EXPECT_FALSE(cg::parse_config(std::string("[gateway]\n") + bad + "\n", "t.toml", c, &err)) << bad;
+    EXPECT_NE(err.find("max_memory"), std::string::npos) << err;
+  }
+}
