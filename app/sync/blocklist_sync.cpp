@@ -326,7 +326,7 @@ bool BlocklistSync::mark(sync::StreamId id, std::string* err) {
 }
 
 Blocklist::Change BlocklistSync::change_of(const sync::EntryChange& c, int64_t now) const {
-  Blocklist::Change ch{c.del ? Blocklist::Change::Op::kDel : Blocklist::Change::Op::kAdd, c.rule, 0};
+  Blocklist::Change ch{c.del ? Blocklist::Change::Op::kDel : Blocklist::Change::Op::kAdd, c.rule, 0, {}};
   if (!c.del && c.expiry_unix_ms != 0) {
     // The expiry is absolute, so every gateway expires the rule at the same
     // moment. One that is already past: the rule must not be there.
@@ -430,7 +430,7 @@ bool BlocklistSync::replace_all(const std::vector<sync::EntryChange>& rules, syn
   std::vector<Blocklist::Change> group;
   b_.for_each(std::nullopt, "", [&](std::string_view text, int64_t) {
     if (want.count(std::string(text)) == 0) {
-      if (RuleParse p = parse_rule(text); p.rule) group.push_back({Blocklist::Change::Op::kDel, std::move(*p.rule), 0});
+      if (RuleParse p = parse_rule(text); p.rule) group.push_back({Blocklist::Change::Op::kDel, std::move(*p.rule), 0, {}});
     }
   });
   const int64_t now = b_.now_ms();
