@@ -620,6 +620,16 @@ std::size_t Blocklist::table_bytes() const noexcept {
   return filter_->memory_bytes() + exact_->memory_bytes();
 }
 
+Blocklist::MemoryUse Blocklist::memory_use() const noexcept {
+  MemoryUse m;
+  m.filter = filter_->memory_bytes();
+  m.exact = exact_->memory_bytes();
+  m.store = store_->rules_memory_bytes();
+  m.ttl = store_->ttl_memory_bytes();
+  m.hits = std::size_t{next_slot_} * sizeof(std::atomic<uint64_t>) + base_.capacity() * sizeof(uint64_t);
+  return m;
+}
+
 bool Blocklist::make_tables(std::size_t capacity, std::unique_ptr<FilterMemory>* mem,
                             std::unique_ptr<GatewayFilter>* f, std::unique_ptr<ExactSet>* e) {
   const std::string rules = std::to_string(capacity) + " rules";

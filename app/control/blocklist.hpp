@@ -181,6 +181,17 @@ class Blocklist {
   // counters have this many entries): enough for max_memory.
   std::size_t max_slots() const noexcept { return max_slots_; }
   std::size_t table_bytes() const noexcept;  // filter + exact set now
+  // Resident bytes per structure, for `info` (memory.*): the filter's and
+  // exact set's tables, the rule store's ordered set and expiry index
+  // (estimated from allocation sizes, store::SkipListMap::memory_bytes), and
+  // the hit-counter slots committed so far (removed_at and the per-slot base;
+  // the engine adds its per-worker counters: slots_used() each).
+  struct MemoryUse {
+    std::size_t filter = 0, exact = 0, store = 0, ttl = 0, hits = 0;
+  };
+  MemoryUse memory_use() const noexcept;
+  // Hit-counter slots handed out so far (the high-water mark of rules present).
+  std::size_t slots_used() const noexcept { return next_slot_; }
   uint64_t growths() const noexcept { return growths_; }
   double last_growth_ms() const noexcept { return last_growth_ms_; }
   // Zeroed per-slot 64-bit counters for max_slots() slots: reserved address

@@ -500,6 +500,20 @@ void Engine::info_text(std::string& out) const {
   line(out, "tables.bytes", static_cast<uint64_t>(blocklist_->table_bytes()));
   line(out, "tables.growths", blocklist_->growths());
   line(out, "tables.last_growth_ms", blocklist_->last_growth_ms());
+  // Bytes per structure (docs/PERFORMANCE.md, "Memory per rule"): the
+  // tables as allocated, the store's estimated from its allocations, hit
+  // counters as committed (blocklist's slot arrays + one per worker).
+  const Blocklist::MemoryUse m = blocklist_->memory_use();
+  const uint64_t hits = m.hits + blocklist_->slots_used() * sizeof(uint64_t) * rule_hits_.size();
+  const uint64_t total = m.filter + m.exact + m.store + m.ttl + hits;
+  line(out, "memory.filter", static_cast<uint64_t>(m.filter));
+  line(out, "memory.exact", static_cast<uint64_t>(m.exact));
+  line(out, "memory.store", static_cast<uint64_t>(m.store));
+  line(out, "memory.ttl", static_cast<uint64_t>(m.ttl));
+  line(out, "memory.hits", hits);
+  line(out, "memory.total", total);
+  const auto n = static_cast<uint64_t>(blocklist_->size());
+  line(out, "memory.bytes_per_rule", n == 0 ? 0 : total / n);
 }
 
 void Engine::register_telemetry() {

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -125,6 +125,37 @@ TEST_F(Ctl, StatsAndInfoAsTextAndJson) {
   EXPECT_GT(i["filter"]["slots"].get<uint64_t>(), 0u);
   r = ctl({"info"});
   EXPECT_NE(r.out.find("filter.load_factor"), std::string::npos);
+}
+
+// info reports memory per structure; the rule store's share grows with rules
+// and goes back down when they are deleted, and the total is the sum.
+TEST_F(Ctl, InfoReportsMemoryPerStructure) {
+  auto mem = [&] {  // memory.<name> lines of `info` as {name: value}
+    nlohmann::json m = nlohmann::json::object();
+    std::istringstream in(ctl({"info"}).out);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("memory.", 0) == 0) m[l.substr(7, l.find(' ') - 7)] = std::stoull(l.substr(l.find(' ') + 1));
+    return m;
+  };
+  const auto before = mem();
+  for (const char* k : {"filter", "exact", "store", "ttl", "hits", "total", "bytes_per_rule"})
+    ASSERT_TRUE(before.contains(k)) << k;
+  EXPECT_GT(before["filter"].get<uint64_t>(), 0u);
+  EXPECT_GT(before["exact"].get<uint64_t>(), 0u);
+  std::vector<std::string> add = {"add"}, del = {"del"};
+  for (int i = 0; i < 200; ++i) {
+    add.push_back("url memory.example/" + std::to_string(i) + "/a-path-longer-than-fifteen-bytes");
+    del.push_back(add.back());
+  }
+  ASSERT_EQ(ctl(add).status, 0);
+  const auto after = mem();
+  EXPECT_GE(after["store"].get<uint64_t>(), before["store"].get<uint64_t>() + 200 * 64);
+  EXPECT_EQ(after["total"].get<uint64_t>(),
+            after["filter"].get<uint64_t>() + after["exact"].get<uint64_t>() + after["store"].get<uint64_t>() +
+                after["ttl"].get<uint64_t>() + after["hits"].get<uint64_t>());
+  EXPECT_GT(after["bytes_per_rule"].get<uint64_t>(), 0u);
+  ASSERT_EQ(ctl(del).status, 0);
+  EXPECT_EQ(mem()["store"].get<uint64_t>(), before["store"].get<uint64_t>());
 }
 
 // A standard DPDK telemetry client: SOCK_SEQPACKET to the runtime directory's

@@ -567,5 +567,50 @@ TEST(RuleStoreThroughput, BulkLoadInBatchesThenReopen) {
               n, batch, load, n / load, snap, reopen);
 }
 
+// A batch with repeats and rules already present: one lookup per rule and no
+// erase before inserting a new one (add_many), with the same outcomes, and
+// the same set after a restart.
+TEST(RuleStore, BatchWithRepeatsAndPresentRulesKeepsFirstAndPresent) {
+  test::TempDir dir;
+  FakeClock clock;
+  {
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_TRUE(s->add("b", "old b", 5000).ok());
+    ASSERT_TRUE(s->add("d", "old d").ok());
+    const std::vector<RuleStore::AddRequest> reqs = {
+        {"c", "c1", 0, {}}, {"a", "a1", 0, {}}, {"c", "c2", 0, {}}, {"b", "new b", 0, {}}, {"d", "new d", 0, {}}};
+    std::vector<Errc> res;
+    ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+    EXPECT_EQ(res, (std::vector<Errc>{Errc::ok, Errc::ok, Errc::exists, Errc::updated, Errc::exists}));
+  }
+  auto s = open_store(dir.path(), &clock);
+  const auto m = contents(*s);
+  ASSERT_EQ(m.size(), 4U);
+  EXPECT_EQ(m.at("a").text, "a1");
+  EXPECT_EQ(m.at("c").text, "c1");
+  EXPECT_EQ(m.at("b").text, "old b");
+  EXPECT_EQ(m.at("b").expiry_unix_ms, 0);  // made permanent by the batch
+  EXPECT_EQ(m.at("d").text, "old d");
+}
+
+// memory.store and memory.ttl in `info` come from these estimates.
+TEST(RuleStore, MemoryEstimatesFollowRulesAndExpiries) {
+  FakeClock clock;
+  test::TempDir dir;
+  auto s = open_store(dir.path(), &clock);
+  EXPECT_EQ(s->rules_memory_bytes(), 0U);
+  EXPECT_EQ(s->ttl_memory_bytes(), 0U);
+  add_range(*s, 0, 1000, std::string(40, 't'));  // texts past the inline buffer
+  const std::size_t per_rule = s->rules_memory_bytes() / 1000;
+  EXPECT_GE(per_rule, sizeof(RuleMeta) + 40);  // the node and the text's buffer
+  EXPECT_LE(per_rule, 400U);
+  EXPECT_EQ(s->ttl_memory_bytes(), 0U);
+  ASSERT_TRUE(s->add("ttl-rule", "x", 60000).ok());
+  EXPECT_GT(s->ttl_memory_bytes(), 0U);
+  ASSERT_TRUE(s->flush().ok());
+  EXPECT_EQ(s->rules_memory_bytes(), 0U);
+  EXPECT_EQ(s->ttl_memory_bytes(), 0U);
+}
+
 }  // namespace
 }  // namespace cg::store

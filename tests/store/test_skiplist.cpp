@@ -164,5 +164,35 @@ TEST(SkipListMap, LargeSequentialInsertEraseReclaimsEverything) {
   EXPECT_EQ(m.size(), static_cast<std::size_t>(n / 2));
 }
 
+// A value that owns a heap buffer, counted by its value_heap_bytes overload.
+struct Blob {
+  std::string data;
+};
+std::size_t value_heap_bytes(const Blob& b) noexcept { return b.data.size() > 15 ? b.data.capacity() + 1 : 0; }
+
+TEST(SkipListMap, MemoryBytesFollowsEntriesKeysAndValueHeap) {
+  SkipListMap<Blob> m(11);
+  EXPECT_EQ(m.memory_bytes(), 0U);
+  ASSERT_EQ(m.insert("k", Blob{"short"}), InsertResult::inserted);
+  const std::size_t one = m.memory_bytes();
+  EXPECT_GE(one, 32U);  // at least one malloc chunk
+  // A long key is stored in the node: its bytes count.
+  ASSERT_EQ(m.insert(std::string(200, 'a'), Blob{"short"}), InsertResult::inserted);
+  const std::size_t two = m.memory_bytes();
+  EXPECT_GE(two - one, one + 200 - 1 - 16);
+  // A value with a heap buffer counts that buffer too.
+  ASSERT_EQ(m.insert("v", Blob{std::string(1000, 'x')}), InsertResult::inserted);
+  EXPECT_GE(m.memory_bytes() - two, 1000U);
+  // A present key inserts nothing.
+  const std::size_t three = m.memory_bytes();
+  ASSERT_EQ(m.insert("v", Blob{std::string(5000, 'y')}), InsertResult::exists);
+  EXPECT_EQ(m.memory_bytes(), three);
+  ASSERT_EQ(m.erase("v"), EraseResult::erased);
+  EXPECT_EQ(m.memory_bytes(), two);
+  ASSERT_EQ(m.erase(std::string(200, 'a')), EraseResult::erased);
+  ASSERT_EQ(m.erase("k"), EraseResult::erased);
+  EXPECT_EQ(m.memory_bytes(), 0U);
+}
+
 }  // namespace
 }  // namespace cg::store

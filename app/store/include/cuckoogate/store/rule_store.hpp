@@ -58,6 +58,11 @@ struct RuleMeta {
   bool operator==(const RuleMeta&) const = default;
 };
 
+// The text's heap buffer (none while it fits std::string's inline buffer).
+inline std::size_t value_heap_bytes(const RuleMeta& m) noexcept {
+  return m.text.capacity() > std::string().capacity() ? m.text.capacity() + 1 : 0;
+}
+
 class RuleStore {
  public:
   using Clock = std::function<std::int64_t()>;  // milliseconds since the Unix epoch
@@ -163,6 +168,10 @@ class RuleStore {
   // scan of every rule (control thread, for `info`).
   std::vector<std::pair<std::string, std::size_t>> set_counts() const;
   std::optional<std::int64_t> next_expiry() const { return ttl_.next_deadline(); }
+  // Estimated heap bytes of the ordered rule set and of the expiry index
+  // (SkipListMap::memory_bytes). Safe from any thread.
+  std::size_t rules_memory_bytes() const noexcept { return rules_.memory_bytes(); }
+  std::size_t ttl_memory_bytes() const noexcept { return ttl_.memory_bytes(); }
   std::int64_t now() const { return clock_(); }
   bool durable() const noexcept { return log_ != nullptr; }
   // Journal records written since the last snapshot (0 when in memory): the

@@ -28,6 +28,7 @@
 // nothing is reclaimed meanwhile) and must stay on one thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstring>
@@ -44,6 +45,13 @@
 namespace cg::store {
 
 enum class InsertResult { inserted, exists };
+
+// Heap bytes a map value owns besides itself (SkipListMap::memory_bytes).
+// Value types with heap parts declare an overload in their own namespace.
+template <class V>
+std::size_t value_heap_bytes(const V&) noexcept {
+  return 0;
+}
 enum class EraseResult { erased, absent };
 
 // The smallest string greater than every string starting with `prefix`, or
@@ -102,6 +110,16 @@ class SkipListMap {
   }
 
   EpochDomain& domain() const noexcept { return *domain_; }
+
+  // Heap bytes of the entries (retired ones waiting for the epoch domain not
+  // counted): each node's allocation plus its value's heap parts
+  // (value_heap_bytes(const V&), found by argument-dependent lookup; 0 when
+  // none is declared), each rounded as glibc malloc rounds a chunk. An
+  // estimate of what the map holds resident, for `info`.
+  std::size_t memory_bytes() const noexcept {
+    const auto n = bytes_.load(std::memory_order_relaxed);
+    return n < 0 ? 0 : static_cast<std::size_t>(n);
+  }
 
   class Cursor;
   // Weakly consistent scan of [lo, hi) (hi = nullopt: to the end). Every
@@ -209,6 +227,18 @@ class SkipListMap {
     }
   }
 
+  // glibc's chunk for a request of n bytes: n + 8 (size field), rounded up
+  // to 16, at least 32; 0 for no allocation.
+  static std::int64_t chunk_bytes(std::size_t n) noexcept {
+    if (n == 0) return 0;
+    return static_cast<std::int64_t>(std::max<std::size_t>(32, (n + 8 + 15) & ~std::size_t{15}));
+  }
+  static std::int64_t node_bytes(const DataNode* n) noexcept {
+    return chunk_bytes(static_cast<std::size_t>(n->height) * sizeof(std::atomic<std::uintptr_t>) +
+                       sizeof(DataNode) + n->key_len) +
+           chunk_bytes(value_heap_bytes(n->value));
+  }
+
   static constexpr std::uintptr_t kMark = 1;
   static Node* ptr(std::uintptr_t v) noexcept { return reinterpret_cast<Node*>(v & ~kMark); }
   static bool marked(std::uintptr_t v) noexcept { return (v & kMark) != 0; }
@@ -247,7 +277,11 @@ class SkipListMap {
   void build_tower(DataNode* z, Node** preds, Node** succs);
   void release_ref(Node* n) const noexcept {
     // acq_rel: the last owner sees every unlink the other owner performed.
-    if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) domain_->retire(n);
+    if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Leaves the byte count when retired (before the epoch domain frees it).
+      bytes_.fetch_sub(node_bytes(static_cast<const DataNode*>(n)), std::memory_order_relaxed);
+      domain_->retire(n);
+    }
   }
 
   std::unique_ptr<EpochDomain> owned_domain_;
@@ -255,6 +289,7 @@ class SkipListMap {
   const std::uint64_t seed_;
   std::atomic<std::uint64_t> height_counter_{0};
   std::atomic<std::int64_t> count_{0};
+  mutable std::atomic<std::int64_t> bytes_{0};  // memory_bytes(); relaxed, a statistic
   std::unique_ptr<std::atomic<std::uintptr_t>[]> head_tower_;
   Node* const head_;
 
@@ -524,6 +559,7 @@ InsertResult SkipListMap<V>::insert(std::string_view key, V&& value) {
       }
       DataNode* node = std::exchange(z.p, nullptr);
       count_.fetch_add(1, std::memory_order_relaxed);
+      bytes_.fetch_add(node_bytes(node), std::memory_order_relaxed);  // a statistic: no ordering
       if (node->height > 0) build_tower(node, preds, succs);
       return InsertResult::inserted;
     }

@@ -40,6 +40,7 @@ class TtlIndex {
   // Earliest scheduled deadline, if any.
   std::optional<std::int64_t> next_deadline() const;
   std::size_t size() const noexcept { return map_.size(); }
+  std::size_t memory_bytes() const noexcept { return map_.memory_bytes(); }  // estimate, see SkipListMap
 
   static std::string encode(std::int64_t deadline_ms, std::string_view key);
   static std::int64_t decode_deadline(std::string_view index_key);

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Bulk load through the whole gateway (issue 12, items 3 and 4): `cuckoogatectl load` of N
+# mixed rules (all seven kinds in equal shares, the mix of gateway_bench) into a
+# `cuckoogate run` with a durable state directory (the OK comes after the journal's fsync),
+# and the gateway's resident memory before and after.
+#
+#   bench/load_bench_gateway.sh [BUILD_DIR=build] [RULES=1000000] [RUNS=3] [MEM_MB=1024]
+#
+# Each run starts a fresh gateway (capacity RULES + 1 %), reads VmRSS once `info` answers
+# (the empty gateway), times the load from the start of cuckoogatectl to its exit, reads
+# VmRSS again and the `memory.*` lines of `info`, and stops the gateway. Prints each run
+# and the medians: rules/s end to end, and (RSS after - RSS before) / RULES.
+# The state directory is under /var/tmp (the disk being measured), removed at exit.
+set -euo pipefail
+BUILD=${1:-build}
+RULES=${2:-1000000}
+RUNS=${3:-3}
+MEM=${4:-1024}
+BIN=$(cd "$BUILD/app" && pwd)
+D=$(mktemp -d /var/tmp/cg_load_bench_XXXXXX)
+PREFIX=cg-load-bench-$$
+GW_PID=
+cleanup() {
+  [ -n "$GW_PID" ] && kill -KILL "$GW_PID" 2>/dev/null || true
+  rm -rf "$D" "/var/run/dpdk/$PREFIX"
+}
+trap cleanup EXIT
+
+# The rule file: gateway_bench's rule_mix (bench/gateway_inputs.hpp), written outside any timing.
+python3 - "$RULES" > "$D/rules" <<'EOF'
+import sys
+n = int(sys.argv[1])
+out = []
+def a(i):
+    return "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
+for i in range(n):
+    j = i // 7
+    k = i % 7
+    if k == 0: out.append("src " + a(j))
+    elif k == 1: out.append("dst " + a(j))
+    elif k == 2: out.append("ip " + a(j))
+    elif k == 3: out.append("flow tcp %s:1000 %s:80" % (a(j), a(j + 1)))
+    elif k == 4: out.append("service tcp %s:443" % a(j))
+    elif k == 5: out.append("host h%d.example.net" % j)
+    else: out.append("url example.org/p/%d" % j)
+sys.stdout.write("\n".join(out) + "\n")
+EOF
+
+rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+CAP=$((RULES + RULES / 100 + 1000))
+rates=() perrule=()
+for r in $(seq "$RUNS"); do
+  rm -rf "$D/state" "$D/gw.sock"
+  printf '[gateway]\ncapacity = %d\n' "$CAP" > "$D/gw.toml"
+  "$BIN/cuckoogate" run --config "$D/gw.toml" --ctl "$D/gw.sock" --state-dir "$D/state" \
+    -- --no-huge --no-pci --no-shconf -m "$MEM" --vdev=net_null0 --vdev=net_null1 --file-prefix="$PREFIX" \
+    --log-level=lib.eal:error > "$D/gw.out" 2>&1 &
+  GW_PID=$!
+  until "$BIN/cuckoogatectl" -s "$D/gw.sock" info > /dev/null 2>&1; do
+    kill -0 "$GW_PID" 2>/dev/null || { cat "$D/gw.out"; exit 1; }
+    sleep 0.1
+  done
+  sleep 0.5
+  before=$(rss_kib "$GW_PID")
+  t0=$(date +%s.%N)
+  "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$D/rules" > "$D/load.out"
+  t1=$(date +%s.%N)
+  sleep 0.5
+  after=$(rss_kib "$GW_PID")
+  secs=$(echo "$t1 - $t0" | bc)
+  rate=$(echo "$RULES / $secs" | bc)
+  per=$(echo "($after - $before) * 1024 / $RULES" | bc)
+  echo "run $r: $(cat "$D/load.out")"
+  echo "run $r: load $secs s, $rate rules/s; RSS empty $before KiB, loaded $after KiB, $per B/rule"
+  "$BIN/cuckoogatectl" -s "$D/gw.sock" info | grep -E '^(rules|memory\.)' | sed "s/^/run $r:   /" || true
+  rates+=("$rate") perrule+=("$per")
+  kill -TERM "$GW_PID"
+  wait "$GW_PID" 2>/dev/null || true
+  GW_PID=
+  rm -rf "/var/run/dpdk/$PREFIX"
+done
+echo "median: $(printf '%s\n' "${rates[@]}" | median) rules/s, $(printf '%s\n' "${perrule[@]}" | median) B/rule" \
+  "($RULES rules, $RUNS runs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
