@@ -4,8 +4,11 @@
 # `cuckoogate run` with a durable state directory (the OK comes after the journal's fsync),
 # and the gateway's resident memory before and after.
 #
-#   bench/load_bench_gateway.sh [BUILD_DIR=build] [RULES=1000000] [RUNS=3] [MEM_MB=1024]
+#   bench/load_bench_gateway.sh [BUILD_DIR=build] [RULES=1000000] [RUNS=3] [MEM_MB=1024] [PARTS=1]
 #
+# PARTS > 1 splits the file into that many loads, one after the other (timed together): one
+# load holds at most 512 MiB of parsed rules in the gateway (~96 B a rule), so 10 M rules
+# take several loads.
 # Each run starts a fresh gateway (capacity RULES + 1 %), reads VmRSS once `info` answers
 # (the empty gateway), times the load from the start of cuckoogatectl to its exit, reads
 # VmRSS again and the `memory.*` lines of `info`, and stops the gateway. Prints each run
@@ -16,6 +19,7 @@ BUILD=${1:-build}
 RULES=${2:-1000000}
 RUNS=${3:-3}
 MEM=${4:-1024}
+PARTS=${5:-1}
 BIN=$(cd "$BUILD/app" && pwd)
 D=$(mktemp -d /var/tmp/cg_load_bench_XXXXXX)
 PREFIX=cg-load-bench-$$
@@ -45,6 +49,11 @@ for i in range(n):
     else: out.append("url example.org/p/%d" % j)
 sys.stdout.write("\n".join(out) + "\n")
 EOF
+if [ "$PARTS" -gt 1 ]; then
+  split -n "l/$PARTS" -d "$D/rules" "$D/part."
+else
+  ln -s "$D/rules" "$D/part.00"
+fi
 
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
@@ -65,14 +74,15 @@ for r in $(seq "$RUNS"); do
   sleep 0.5
   before=$(rss_kib "$GW_PID")
   t0=$(date +%s.%N)
-  "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$D/rules" > "$D/load.out"
+  : > "$D/load.out"
+  for f in "$D"/part.*; do "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$f" >> "$D/load.out"; done
   t1=$(date +%s.%N)
   sleep 0.5
   after=$(rss_kib "$GW_PID")
   secs=$(echo "$t1 - $t0" | bc)
   rate=$(echo "$RULES / $secs" | bc)
   per=$(echo "($after - $before) * 1024 / $RULES" | bc)
-  echo "run $r: $(cat "$D/load.out")"
+  sed "s/^/run $r: /" "$D/load.out"
   echo "run $r: load $secs s, $rate rules/s; RSS empty $before KiB, loaded $after KiB, $per B/rule"
   "$BIN/cuckoogatectl" -s "$D/gw.sock" info | grep -E '^(rules|memory\.)' | sed "s/^/run $r:   /" || true
   rates+=("$rate") perrule+=("$per")

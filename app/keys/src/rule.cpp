@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <cstring>
 
 #include "cuckoogate/keys/rule.hpp"
@@ -89,9 +91,10 @@ struct Endpoint {
 // "a.b.c.d:port" / "[v6]:port" when with_port, else "a.b.c.d" / "v6" / "[v6]".
 Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role) {
   const std::string_view t = tok.text;
-  const std::string addr_what = std::string(role) + " address";
+  // The "expected" texts are built only on failure (no allocation per rule).
+  const auto addr_what = [&](std::string_view more) { return std::string(role) + " address" + std::string(more); };
   if (const std::size_t sl = t.find('/'); sl != std::string_view::npos)
-    throw Fail{tok.col + sl, addr_what + " (prefixes only in src, dst and ip rules)"};
+    throw Fail{tok.col + sl, addr_what(" (prefixes only in src, dst and ip rules)")};
   Endpoint ep;
   if (t.front() == '[') {
     const std::size_t rb = t.find(']');
@@ -111,15 +114,21 @@ Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role)
   const std::size_t colons = static_cast<std::size_t>(std::count(t.begin(), t.end(), ':'));
   if (!with_port) {
     if (colons == 1) throw Fail{tok.col + t.find(':'), "end of address (this protocol has no ports)"};
-    ep.addr = parse_addr_or_fail(t, tok.col, addr_what + " (IPv4 or IPv6)");
-    return ep;
+    if (auto a = parse_address(t)) {
+      ep.addr = *a;
+      return ep;
+    }
+    throw Fail{tok.col, addr_what(" (IPv4 or IPv6)")};
   }
   if (colons > 1) {
-    throw Fail{tok.col, addr_what + " and port: a.b.c.d:port or [IPv6]:port"};
+    throw Fail{tok.col, addr_what(" and port: a.b.c.d:port or [IPv6]:port")};
   }
   const std::size_t c = t.find(':');
-  ep.addr = parse_addr_or_fail(t.substr(0, c), tok.col,
-                               addr_what + " and port: a.b.c.d:port or [IPv6]:port");
+  if (auto a = parse_address(t.substr(0, c))) {
+    ep.addr = *a;
+  } else {
+    throw Fail{tok.col, addr_what(" and port: a.b.c.d:port or [IPv6]:port")};
+  }
   if (c == std::string_view::npos) {
     throw Fail{tok.col + t.size(), "':' and port number after the address"};
   }
@@ -238,7 +247,7 @@ std::string parse_url(const Token& tok) {
   return out;
 }
 
-Rule parse_tokens(const std::vector<Token>& tok, std::size_t end_col) {
+Rule parse_tokens(std::span<const Token> tok, std::size_t end_col) {
   std::size_t i = 0;
   auto next = [&](std::string_view what) -> const Token& {
     if (i >= tok.size()) throw Fail{end_col, std::string(what)};
@@ -346,7 +355,12 @@ std::string ParseError::message() const {
 RuleParse parse_rule(std::string_view text, std::size_t line) {
   const std::size_t hash = text.find('#');
   if (hash != std::string_view::npos) text = text.substr(0, hash);
-  std::vector<Token> tok;
+  // No rule has more than 4 tokens, so the first kMaxTokens are all the
+  // parser reads (a 5th and later ones only need to exist: "end of rule"
+  // names the first surplus token). No allocation per line.
+  constexpr std::size_t kMaxTokens = 8;
+  std::array<Token, kMaxTokens> tok;
+  std::size_t n_tok = 0;
   std::size_t end_col = 1;
   for (std::size_t i = 0; i < text.size();) {
     if (is_space(text[i])) {
@@ -355,12 +369,12 @@ RuleParse parse_rule(std::string_view text, std::size_t line) {
     }
     const std::size_t b = i;
     while (i < text.size() && !is_space(text[i])) ++i;
-    tok.push_back({text.substr(b, i - b), b + 1});
+    if (n_tok < kMaxTokens) tok[n_tok++] = {text.substr(b, i - b), b + 1};
     end_col = i + 1;
   }
   RuleParse res;
   try {
-    res.rule = parse_tokens(tok, end_col);
+    res.rule = parse_tokens(std::span<const Token>(tok.data(), n_tok), end_col);
   } catch (const Fail& f) {
     res.error = ParseError{line, f.col, f.expected};
   }
