@@ -711,6 +711,7 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
     capacity *= 2;  // no cuckoo path at this size: try the next one
   }
   auto view = std::make_unique<LookupTables>(LookupTables{f.get(), e.get()});
+  const std::lock_guard<std::mutex> readers(tables_mu_);  // lock_tables() users: not the workers
   std::swap(filter_mem_, mem);
   std::swap(filter_, f);
   std::swap(exact_, e);

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -193,6 +194,10 @@ class Blocklist {
   // Hit-counter slots handed out so far (the high-water mark of rules present).
   std::size_t slots_used() const noexcept { return next_slot_; }
   uint64_t growths() const noexcept { return growths_; }
+  // For a thread other than the control thread that reads filter(),
+  // exact() or table_bytes() (the telemetry thread's `info`): held, no
+  // growth frees the tables under it. The control thread never needs it.
+  std::unique_lock<std::mutex> lock_tables() const { return std::unique_lock<std::mutex>(tables_mu_); }
   double last_growth_ms() const noexcept { return last_growth_ms_; }
   // Zeroed per-slot 64-bit counters for max_slots() slots: reserved address
   // space (MAP_NORESERVE), pages committed only when a slot is first used.
@@ -264,6 +269,7 @@ class Blocklist {
   std::string name_;
   std::size_t max_memory_ = 0, max_slots_ = 0;
   uint64_t growths_ = 0;
+  mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
   unsigned table_seq_ = 0;  // names of rte_hash objects must be unique
   double last_growth_ms_ = 0;
   bool restoring_ = false;                 // create(): the store is ahead of the tables

@@ -134,7 +134,12 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
   const Engine* e = g_engine.load(std::memory_order_acquire);
   if (e == nullptr) return -1;
   std::string text;
-  e->info_text(text);
+  {
+    // This thread is not the control thread: keep a growth from freeing the
+    // tables info_text reads.
+    const auto lock = e->blocklist().lock_tables();
+    e->info_text(text);
+  }
   rte_tel_data_start_dict(d);
   // info_text lines are `key value`; numeric values become u64, others strings.
   std::size_t pos = 0;

@@ -45,6 +45,7 @@ class Engine {
   // After rte_eal_init: needs one worker lcore per worker.
   bool init(const EngineOptions& o, std::string* err);
   Blocklist& blocklist() noexcept { return *blocklist_; }
+  const Blocklist& blocklist() const noexcept { return *blocklist_; }
   const EngineOptions& options() const noexcept { return opts_; }
 
   void add_link(unsigned worker, const QueueLink& l) { links_[worker].push_back(l); }
