@@ -72,7 +72,7 @@ void Blocklist::filter_release(void* ctx, void* p) {
 std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
                                              std::vector<std::string>* notes) {
   std::unique_ptr<Blocklist> b(new Blocklist());
-  b->capacity_ = o.capacity;
+  b->capacity_ = b->initial_capacity_ = o.capacity;
   b->socket_ = o.socket;
   b->qsv_ = o.qsv;
   b->name_ = o.name;
@@ -512,6 +512,7 @@ std::optional<int64_t> Blocklist::ms_to_next_expiry() const {
 }
 
 void Blocklist::maybe_snapshot() {
+  maybe_shrink();
   if (store_->durable() && store_->records_since_snapshot() >= kSnapshotEvery) {
     const store::Status st = store_->snapshot();
     if (!st.ok()) last_error_ = st.to_string();
@@ -733,6 +734,15 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
   mem.reset();
   capacity_ = capacity;
   return true;
+}
+
+void Blocklist::maybe_shrink() {
+  const std::size_t n = store_->size();
+  if (!pending_.empty() || restoring_ || capacity_ <= initial_capacity_ || n * 8 >= capacity_) return;
+  std::size_t cap = capacity_;
+  while (cap / 2 >= initial_capacity_ && cap / 2 >= n * 4) cap /= 2;
+  // On failure (EAL memory) the bigger tables simply stay; nothing is lost.
+  if (cap < capacity_) (void)grow_tables(cap);
 }
 
 bool Blocklist::ensure_room(std::size_t more) {

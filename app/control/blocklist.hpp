@@ -245,6 +245,10 @@ class Blocklist {
   // further rules fit below the load target.
   bool grow_tables(std::size_t capacity, bool copy = true);
   bool ensure_room(std::size_t more);
+  // After mass deletes (called by maybe_snapshot, between requests): tables
+  // that grew past the initial capacity and are under 1/8 full are rebuilt
+  // at the smallest doubling of it that keeps them at most 1/4 full.
+  void maybe_shrink();
   uint32_t take_slot();
   void release_slot(uint32_t slot);
 
@@ -267,7 +271,7 @@ class Blocklist {
   rte_rcu_qsbr* qsv_ = nullptr;
   int socket_ = 0;
   std::string name_;
-  std::size_t max_memory_ = 0, max_slots_ = 0;
+  std::size_t max_memory_ = 0, max_slots_ = 0, initial_capacity_ = 0;
   uint64_t growths_ = 0;
   mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
   unsigned table_seq_ = 0;  // names of rte_hash objects must be unique

@@ -165,6 +165,25 @@ TEST_F(Growth, BatchesAndAtomicGroupsGrowToo) {
   EXPECT_EQ(bl_->filter().stats().items, 12000u);
 }
 
+TEST_F(Growth, MassDeletesShrinkTheTablesAndKeepTheRest) {
+  open(64);
+  for (std::size_t i = 0; i < 8000; ++i) ASSERT_EQ(bl_->add(R(rule_text(i))), Blocklist::Result::kOk);
+  const std::size_t big = bl_->capacity();
+  const std::size_t big_bytes = bl_->table_bytes();
+  ASSERT_GE(big, 8000u);
+  for (std::size_t i = 100; i < 8000; ++i) ASSERT_EQ(bl_->del(R(rule_text(i))), Blocklist::Result::kOk);
+  bl_->maybe_snapshot();  // the control loop's housekeeping
+  EXPECT_LT(bl_->capacity(), big / 8);
+  EXPECT_GE(bl_->capacity(), 400u);  // at most 1/4 full after the shrink
+  EXPECT_LT(bl_->table_bytes(), big_bytes);
+  expect_all_found(100);
+  EXPECT_EQ(bl_->filter().stats().items, 100u);
+  for (std::size_t i = 100; i < 8000; i += 97) EXPECT_FALSE(found(tables(), R(rule_text(i)))) << i;
+  // And it grows again.
+  for (std::size_t i = 100; i < 3000; ++i) ASSERT_EQ(bl_->add(R(rule_text(i))), Blocklist::Result::kOk);
+  expect_all_found(3000);
+}
+
 TEST_F(Growth, MaxMemoryIsTheOnlyLimitAndSaysSo) {
   const std::size_t max = 512 << 10;
   open(64, max);
