@@ -56,10 +56,12 @@ else
 fi
 
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
+# CPU clock ticks (user + system) of the gateway's main thread, the control thread.
+ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat"; }
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 CAP=$((RULES + RULES / 100 + 1000))
-rates=() perrule=()
+rates=() perrule=() cpus=()
 for r in $(seq "$RUNS"); do
   rm -rf "$D/state" "$D/gw.sock"
   printf '[gateway]\ncapacity = %d\n' "$CAP" > "$D/gw.toml"
@@ -73,17 +75,21 @@ for r in $(seq "$RUNS"); do
   done
   sleep 0.5
   before=$(rss_kib "$GW_PID")
+  c0=$(ctl_ticks "$GW_PID")
   t0=$(date +%s.%N)
   : > "$D/load.out"
   for f in "$D"/part.*; do "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$f" >> "$D/load.out"; done
   t1=$(date +%s.%N)
+  cpu=$(echo "scale=2; ($(ctl_ticks "$GW_PID") - $c0) / $(getconf CLK_TCK)" | bc)
   sleep 0.5
   after=$(rss_kib "$GW_PID")
   secs=$(echo "$t1 - $t0" | bc)
   rate=$(echo "$RULES / $secs" | bc)
   per=$(echo "($after - $before) * 1024 / $RULES" | bc)
   sed "s/^/run $r: /" "$D/load.out"
-  echo "run $r: load $secs s, $rate rules/s; RSS empty $before KiB, loaded $after KiB, $per B/rule"
+  echo "run $r: load $secs s, $rate rules/s (gateway control thread: $cpu CPU s," \
+    "$(echo "$RULES / $cpu" | bc) rules per CPU s); RSS empty $before KiB, loaded $after KiB, $per B/rule"
+  cpus+=("$(echo "$RULES / $cpu" | bc)")
   "$BIN/cuckoogatectl" -s "$D/gw.sock" info | grep -E '^(rules|memory\.)' | sed "s/^/run $r:   /" || true
   rates+=("$rate") perrule+=("$per")
   kill -TERM "$GW_PID"
@@ -91,5 +97,6 @@ for r in $(seq "$RUNS"); do
   GW_PID=
   rm -rf "/var/run/dpdk/$PREFIX"
 done
-echo "median: $(printf '%s\n' "${rates[@]}" | median) rules/s, $(printf '%s\n' "${perrule[@]}" | median) B/rule" \
+echo "median: $(printf '%s\n' "${rates[@]}" | median) rules/s, $(printf '%s\n' "${cpus[@]}" | median) rules per" \
+  "control-thread CPU s, $(printf '%s\n' "${perrule[@]}" | median) B/rule" \
   "($RULES rules, $RUNS runs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
