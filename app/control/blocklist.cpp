@@ -87,7 +87,10 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   po.name = o.name;
   po.socket = o.socket;
   po.qsv = o.qsv;
-  po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(o.capacity, UINT32_MAX));
+  // rte_lpm cannot grow: an IPv4 table (created on its kind's first /1-/31)
+  // takes max_rules x 8 bytes of EAL memory, so at least 1 M prefixes per
+  // kind, or the configured capacity if larger, whatever the tables grow to.
+  po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(std::max<std::size_t>(o.capacity, 1u << 20), UINT32_MAX));
   b->prefixes_ = std::make_unique<PrefixTables>(&b->tables_, po);
   b->removed_at_ = reserve_slot_array(b->max_slots_);
   if (b->removed_at_ == nullptr) {
