@@ -108,7 +108,7 @@ class Blocklist {
     Op op = Op::kAdd;
     Rule rule;
     int64_t ttl_ms = 0;  // add only; 0 = no expiry
-    std::string set;     // add only: the named set of a new rule ("" or "default": default)
+    std::string set = {};  // add only: the named set of a new rule ("" or "default": default)
   };
   enum class Outcome : uint8_t {
     kAdded, kExists, kUpdated,  // add

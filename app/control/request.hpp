@@ -61,7 +61,7 @@ struct Request {
   std::optional<RuleKind> kind;   // list, hits: filter; flush: the kind (nullopt with all = true)
   bool all = false;               // flush all
   std::string prefix;             // list, hits
-  std::string set;                // add: set=NAME; load: set=NAME; list, hits: only this set ("" = not given)
+  std::string set = {};           // add: set=NAME; load: set=NAME; list, hits: only this set ("" = not given)
   bool replace = false;           // load: `replace` (the set becomes exactly the stream's rules)
 };
 

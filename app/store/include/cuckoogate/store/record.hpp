@@ -39,7 +39,7 @@ struct StoreRecord {
   std::int64_t expiry_unix_ms = 0;
   std::string key;
   std::string text;
-  std::string set;  // add: the rule's named set ("" = default)
+  std::string set = {};  // add: the rule's named set ("" = default)
 
   bool operator==(const StoreRecord&) const = default;
 };

@@ -78,7 +78,7 @@ class RuleStore {
     std::string_view key;
     std::string_view text;
     std::int64_t ttl_ms = 0;  // 0 = no expiry
-    std::string_view set;     // named set of a new rule ("" = default); a present rule keeps its own
+    std::string_view set = {};  // named set of a new rule ("" = default); a present rule keeps its own
   };
   struct Removed {
     std::string key;
@@ -114,7 +114,7 @@ class RuleStore {
     std::string_view key;
     std::string_view text;    // add only
     std::int64_t ttl_ms = 0;  // add only; 0 = no expiry
-    std::string_view set;     // add only: as AddRequest::set
+    std::string_view set = {};  // add only: as AddRequest::set
   };
   // Applies the changes in order, each seeing the effect of those before it
   // (add: ok / exists / updated / invalid_argument as for add(); del: ok /
