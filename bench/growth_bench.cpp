@@ -23,7 +23,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string rule_text(std::size_t i) { return "h" + std::to_string(i) + ".example.net"; }  // a host name
+// Rule i (a host rule). Built by appending: GCC 12 warns (-Wrestrict, a
+// false positive) on "literal" + std::string here.
+std::string rule_text(std::size_t i) {
+  std::string t("host h");
+  t += std::to_string(i);
+  t += ".example.net";
+  return t;
+}
 
 // EAL leaves its runtime directory behind: remove it with the cleanup.
 int finish(int rc) {
@@ -43,8 +50,7 @@ Probe probes(std::size_t rules, std::size_t n) {
   Probe p;
   for (std::size_t i = 0; i < n; ++i) {
     // Even: a present rule; odd: an absent name.
-    const std::string text = i % 2 == 0 ? "host " + rule_text((i * 7919) % rules)
-                                        : "host absent" + std::to_string(i) + ".example.org";
+    const std::string text = rule_text(i % 2 == 0 ? (i * 7919) % rules : rules + i);  // odd: never added
     const std::string key = cg::rule_key(*cg::parse_rule(text).rule);
     p.hash.push_back(cg::key_hash(key.data(), key.size()));
     p.key.push_back(cg::key_hash128(key.data(), key.size()));
@@ -87,7 +93,7 @@ int main(int argc, char** argv) {
                        "--no-telemetry", "--log-level=lib.eal:error", "--file-prefix=growth-bench"};
   if (rte_eal_init(static_cast<int>(std::size(eal)), const_cast<char**>(eal)) < 0) return 1;
   std::vector<cg::Rule> all;
-  for (std::size_t i = 0; i < rules; ++i) all.push_back(*cg::parse_rule("host " + rule_text(i)).rule);
+  for (std::size_t i = 0; i < rules; ++i) all.push_back(*cg::parse_rule(rule_text(i)).rule);
   const Probe p = probes(rules, 1u << 20);
   std::string err;
   std::size_t final_capacity = rules;

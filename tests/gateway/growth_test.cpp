@@ -229,7 +229,9 @@ TEST_F(Growth, AReaderNeverMissesAPresentKeyWhileTheTablesGrow) {
   });
   for (std::size_t i = 0; i < 20000; ++i) {
     ASSERT_EQ(bl_->add(R(rule_text(i))), Blocklist::Result::kOk) << bl_->last_error();
-    if (i % 4 == 3) ASSERT_EQ(bl_->del(R(rule_text(i))), Blocklist::Result::kOk);  // changes in between
+    if (i % 4 == 3) {
+      ASSERT_EQ(bl_->del(R(rule_text(i))), Blocklist::Result::kOk);  // changes in between
+    }
   }
   stop.store(true, std::memory_order_relaxed);
   reader.join();
