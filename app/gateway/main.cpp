@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   std::string malformed = "pass";
   rep->add_option("--malformed", malformed, "Verdict for malformed packets that match no rule")
       ->check(CLI::IsMember({"pass", "drop"}));
-  rep->add_option("--capacity", po.capacity, "Rules the blocklist can hold (default: 2x the rule files, "
-                                             "at least 65536)");
+  rep->add_option("--capacity", po.capacity, "Rules the blocklist is first built for; it grows past them "
+                                             "(default: 2x the rule files, at least 65536)");
   rep->add_option("--memory", po.memory_mb, "EAL memory in MB (-m)")->check(CLI::Range(64u, 65536u));
   rep->add_flag("--quiet", po.quiet, "No summary on stdout");
   rep->add_option("--flows", po.flows, "Flow-table entries per worker, 0 to judge every packet alone "

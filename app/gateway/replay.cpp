@@ -341,7 +341,7 @@ int replay(const ReplayOptions& o) {
     } else {
       const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
       if (br.result != Blocklist::Result::kOk) {
-        rc = fail(2, "the rules do not fit: raise --capacity");
+        rc = fail(2, "the rules do not fit: " + engine.blocklist().last_error() + " (raise --memory)");
       } else {
         for (unsigned w = 0; w < q; ++w) {
           const auto wq = static_cast<uint16_t>(w);

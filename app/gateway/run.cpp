@@ -160,7 +160,7 @@ int run_gateway(const RunOptions& o) {
     if (rc == 0) {
       const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
       if (br.result == Blocklist::Result::kFull)
-        rc = fail(2, "the rule files do not fit: raise gateway.capacity");
+        rc = fail(2, "the rule files do not fit (" + engine.blocklist().last_error() + "): raise gateway.max_memory");
       else if (br.result != Blocklist::Result::kOk)
         rc = fail(1, "cannot journal the rule files: " + engine.blocklist().last_error());
     }
