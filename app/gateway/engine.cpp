@@ -487,8 +487,11 @@ void Engine::info_text(std::string& out) const {
   out += std::string("inspect_overflow ") + (opts_.inspect_overflow_drop ? "drop" : "pass") + "\n";
   out += std::string("quic ") + quic_mode_name(opts_.quic) + "\n";
   line(out, "flows_per_worker", opts_.flows);
-  out += std::string("fragments ") + (opts_.fragments.reassemble ? "reassemble" : "off") + "\n";
+  // One key per line and no key that is also another's prefix: `info --json`
+  // nests keys on '.', so "fragments" beside "fragments.datagrams" cannot be.
+  out += std::string("fragments.reassemble ") + (opts_.fragments.reassemble ? "true" : "false") + "\n";
   line(out, "fragments.datagrams", uint64_t{opts_.fragments.datagrams});
+  line(out, "fragments.fragments", uint64_t{opts_.fragments.fragments});
   line(out, "fragments.timeout_ms", uint64_t{opts_.fragments.timeout_ms});
   line(out, "filter.slots", f.capacity_slots);
   line(out, "filter.items", f.items);

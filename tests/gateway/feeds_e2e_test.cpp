@@ -172,7 +172,11 @@ std::string load_on_terminal(const std::string& sock, int batches, int per, std:
   });
   for (int b = 0; b < batches; ++b) {
     std::string chunk;
-    for (int i = 0; i < per; ++i) chunk += "n" + std::to_string(b * per + i) + ".tty.test\n";
+    for (int i = 0; i < per; ++i) {  // appends: GCC 12's -Wrestrict misfires on "lit" + std::string
+      chunk += 'n';
+      chunk += std::to_string(b * per + i);
+      chunk += ".tty.test\n";
+    }
     for (std::size_t off = 0; off < chunk.size();) {
       const ssize_t n = ::write(in[1], chunk.data() + off, chunk.size() - off);
       if (n <= 0) break;
