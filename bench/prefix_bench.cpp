@@ -131,8 +131,12 @@ void run_case(const Opts& o, const Case& c, int instance) {
   }
   std::vector<Rule> rules;
   for (const Net& n : nets) {
-    const std::string t = "src " + addr_text(c.family, n.a.data()) +
-                          (n.len < asz * 8 ? "/" + std::to_string(n.len) : std::string());
+    std::string t = "src ";  // appends: GCC 12's -Wrestrict misfires on "lit" + std::string
+    t += addr_text(c.family, n.a.data());
+    if (n.len < asz * 8) {
+      t += '/';
+      t += std::to_string(n.len);
+    }
     rules.push_back(*parse_rule(t).rule);
   }
   if (bl->add_batch(rules).result != Blocklist::Result::kOk) {
