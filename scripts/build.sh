@@ -4,11 +4,15 @@
 #   scripts/build.sh build-tsan   ThreadSanitizer build of the DPDK-free libraries and their tests
 #   scripts/build.sh build-asan   ASan/UBSan build of everything, for the DPDK gateway's tests
 #   scripts/build.sh build-fuzz   clang + ASan/UBSan build with the libFuzzer targets
+#   scripts/build.sh DIR SELECTION...   only what `meson test SELECTION` runs: the
+#       programs of the selected tests and what they depend on (SELECTION as for
+#       meson test: --suite S, --no-suite S, test names), e.g. build-asan --suite pcap
 # Incremental: an existing build directory is reused, only changed files rebuild.
 # With CI=true, warnings are errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
+[ $# -gt 0 ] && shift
 scripts/install-deps.sh
 
 opts=()
@@ -31,4 +35,12 @@ esac
 if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" "${opts[@]}" >/dev/null || { cat "$dir/meson-logs/meson-log.txt" | tail -30 >&2; exit 1; }
 fi
-ninja -C "$dir"
+if [ $# -eq 0 ]; then
+  ninja -C "$dir"
+  exit
+fi
+# The ninja targets of the selected tests: each test's program and the targets
+# it names in `depends` (the gateway binaries the end-to-end tests drive).
+mapfile -t targets < <(scripts/test-targets.py "$dir" "$@")
+[ ${#targets[@]} -gt 0 ] || { echo "build.sh: no test in $dir matches: $*" >&2; exit 1; }
+ninja -C "$dir" "${targets[@]}"
