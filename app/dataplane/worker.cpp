@@ -515,7 +515,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   }
   // 2b. CIDR prefix rules (dataplane/prefix.cpp): one bulk probe of the
   // burst's addresses; an exact hit of the same or a smaller kind stays.
-  if (cfg_.prefixes != nullptr) {
+  // Nothing to probe when every packet was decided by its flow.
+  if (cfg_.prefixes != nullptr && hits_cached != n) {
     PrefixHit ph[kBurst];
     cfg_.prefixes->lookup(s.keys, s.classify, n, cfg_.verify, ph, &burst_);
     for (uint16_t i = 0; i < n; ++i)

@@ -251,10 +251,10 @@ class alignas(64) FlowTable {
   bool expired(const Bucket& b, unsigned i, uint32_t t) const noexcept;
   void clear_slot(Bucket& b, unsigned i) noexcept;
   int make_room(Bucket& b, uint32_t t) noexcept;
-  FlowResult fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side,
-                  uint8_t tcp_flags, uint32_t t, uint8_t pin) noexcept;
-  FlowResult track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
-                          uint8_t pin) noexcept;
+  void fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side, uint8_t tcp_flags,
+            uint32_t t, uint8_t pin, FlowResult& r) noexcept;
+  void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
+                    uint8_t pin, FlowResult& r) noexcept;
   int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
 
   Bucket* buckets_ = nullptr;
