@@ -4,8 +4,8 @@
 // stage timed on its own:
 //   parse_lines   parse_rule() of every line (what the gateway does per `load` line)
 //   parse_rules   parse_rules() of the whole text (rule files: parse + de-duplication)
-//   keys          rule_order_key() + rule_key() + format_rule() of every rule (the Blocklist's
-//                 per-rule strings before the store)
+//   keys          rule_order_key() + rule_key() of every rule (the Blocklist's per-rule
+//                 keys before the store; the store keeps no text: docs/store.md)
 //   store_add     RuleStore::add_batch() of all of them into a fresh durable state directory
 //                 (journal written and fsync'ed once), the ordered store's whole cost
 // and the store's resident memory: RSS after the batch (inputs freed) minus RSS before,
@@ -130,12 +130,11 @@ int main(int argc, char** argv) {
     }
 
     t = clk::now();
-    std::vector<std::string> orders(n), texts(n);
+    std::vector<std::string> orders(n);
     std::size_t key_bytes = 0;
     for (std::size_t i = 0; i < n; ++i) {
       orders[i] = cg::rule_order_key(rules[i]);
       key_bytes += cg::rule_key(rules[i]).size();
-      texts[i] = cg::format_rule(rules[i]);
     }
     t_keys.push_back(since(t));
 
@@ -150,7 +149,7 @@ int main(int argc, char** argv) {
     {
       std::vector<cg::store::RuleStore::AddRequest> reqs;
       reqs.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) reqs.push_back({orders[i], texts[i], 0, {}});
+      for (std::size_t i = 0; i < n; ++i) reqs.push_back({orders[i], {}, 0, {}});  // as the gateway: no text
       std::vector<cg::store::Errc> res;
       t = clk::now();
       const double c0 = cpu_now();
@@ -163,7 +162,6 @@ int main(int argc, char** argv) {
       }
     }
     std::vector<std::string>().swap(orders);
-    std::vector<std::string>().swap(texts);
     std::vector<cg::Rule>().swap(rules);
     st->reclaim();
     malloc_trim(0);
@@ -179,7 +177,7 @@ int main(int argc, char** argv) {
   std::printf("load_bench: %zu mixed rules, median of %d runs\n", n, runs);
   std::printf("  parse_rule per line   %8.3f s  %10.0f rules/s\n", median(t_lines), nn / median(t_lines));
   std::printf("  parse_rules (file)    %8.3f s  %10.0f rules/s\n", median(t_file), nn / median(t_file));
-  std::printf("  order key, key, text  %8.3f s  %10.0f rules/s\n", median(t_keys), nn / median(t_keys));
+  std::printf("  order key, key        %8.3f s  %10.0f rules/s\n", median(t_keys), nn / median(t_keys));
   std::printf("  store add_batch       %8.3f s  %10.0f rules/s  (%.3f CPU s: %.0f rules per CPU s)\n", median(t_store),
               nn / median(t_store), median(c_store), nn / median(c_store));
   std::printf("  store resident        %8.0f B/rule\n", median(per_rule));

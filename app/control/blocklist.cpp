@@ -136,14 +136,16 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   }
   b->restoring_ = true;
   for (auto c = b->store_->list(); c.next();) {
-    RuleParse p = parse_rule(c.value().text);
-    if (!p.rule) {
-      *err = "rule state in '" + o.state_dir + "' holds an unparsable rule '" + c.value().text +
-             "': " + p.error.message();
+    // The rule is its order key (rule_from_order_key); a text stored with
+    // it by an older version is the same rule and is not read.
+    const std::optional<Rule> r = rule_from_order_key(c.key());
+    if (!r) {
+      *err = "rule state in '" + o.state_dir + "' holds a rule key that is no rule (" +
+             std::to_string(c.key().size()) + " bytes, kind " + std::to_string(static_cast<uint8_t>(c.key()[0])) + ")";
       return nullptr;
     }
-    if (!b->insert_lookup(*p.rule)) {
-      *err = "rule state in '" + o.state_dir + "': cannot restore '" + c.value().text + "': " + b->last_error_;
+    if (!b->insert_lookup(*r)) {
+      *err = "rule state in '" + o.state_dir + "': cannot restore '" + format_rule(*r) + "': " + b->last_error_;
       return nullptr;
     }
   }
@@ -270,10 +272,9 @@ void Blocklist::remove_lookup(const Rule& r) {
   bump_generation(/*added=*/false);  // a removal never turns a pass into a drop
 }
 
-void Blocklist::remove_text(const std::string& text) {
-  // Stored texts were produced by format_rule and parsed at restore: valid.
-  RuleParse p = parse_rule(text);
-  if (p.rule) remove_lookup(*p.rule);
+void Blocklist::remove_stored(std::string_view order_key) {
+  // Stored keys were made by rule_order_key and decoded at restore: valid.
+  if (const std::optional<Rule> r = rule_from_order_key(order_key)) remove_lookup(*r);
 }
 
 Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
@@ -316,7 +317,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
   };
   std::unordered_map<std::string, Touch> touched;
   const PendingScope pending(pending_);
-  std::vector<std::string> orders(n), texts(n);
+  std::vector<std::string> orders(n);
   std::vector<store::RuleStore::Change> sc;
   std::vector<std::size_t> sc_of;  // change index of each store change
   sc.reserve(n);
@@ -362,10 +363,9 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
       out[i] = fail;
       continue;
     }
-    texts[i] = c.op == Change::Op::kAdd ? format_rule(c.rule) : std::string();
     sc.push_back({c.op == Change::Op::kAdd ? store::RuleStore::Change::Op::add
                                            : store::RuleStore::Change::Op::del,
-                  orders[i], texts[i], c.ttl_ms, store_set_name(c.set)});
+                  orders[i], {}, c.ttl_ms, store_set_name(c.set)});  // no text: the key is the rule
     sc_of.push_back(i);
   }
   std::vector<store::Errc> res;
@@ -411,7 +411,7 @@ Blocklist::Result Blocklist::flush(std::size_t* n) {
     last_error_ = st.to_string();
     return Result::kIoError;
   }
-  for (const auto& rm : removed) remove_text(rm.meta.text);
+  for (const auto& rm : removed) remove_stored(rm.key);
   *n = removed.size();
   return Result::kOk;
 }
@@ -419,8 +419,8 @@ Blocklist::Result Blocklist::flush(std::size_t* n) {
 Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
   std::vector<Change> dels;
   for (auto c = store_->list_prefix(std::string(1, static_cast<char>(kind))); c.next();) {
-    RuleParse p = parse_rule(c.value().text);  // stored texts always parse
-    if (p.rule) dels.push_back({Change::Op::kDel, std::move(*p.rule), 0, {}});
+    std::optional<Rule> r = rule_from_order_key(c.key());  // stored keys always decode
+    if (r) dels.push_back({Change::Op::kDel, std::move(*r), 0, {}});
   }
   *n = 0;
   for (const Outcome o : apply(dels, /*atomic=*/true)) {
@@ -433,7 +433,7 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std::string_view set) {
   BatchResult res;
   std::vector<const Rule*> fresh;
-  std::vector<std::string> orders, texts;
+  std::vector<std::string> orders;
   // Views into `orders`, which is reserved up front and so never reallocates.
   std::unordered_set<std::string_view> seen;
   fresh.reserve(rules.size());
@@ -469,13 +469,10 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
       return {0, 0, 0, Result::kFull};
     }
   }
-  texts.reserve(fresh.size());
   std::vector<store::RuleStore::AddRequest> reqs;
   reqs.reserve(fresh.size());
-  for (std::size_t i = 0; i < fresh.size(); ++i) {
-    texts.push_back(format_rule(*fresh[i]));
-  }
-  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], texts[i], 0, store_set_name(set)});
+  // No text: the order key is the rule (rule_from_order_key).
+  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], {}, 0, store_set_name(set)});
   for (const std::string& order : refresh) reqs.push_back({order, {}, 0, {}});
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
@@ -503,7 +500,7 @@ std::size_t Blocklist::expire_due() {
   std::vector<store::RuleStore::Removed> expired;
   const store::Status st = store_->expire_due(&expired);
   if (!st.ok()) last_error_ = st.to_string();
-  for (const auto& rm : expired) remove_text(rm.meta.text);
+  for (const auto& rm : expired) remove_stored(rm.key);
   return expired.size();
 }
 
@@ -540,8 +537,10 @@ void Blocklist::for_each_in_set(std::optional<RuleKind> kind, std::string_view p
   auto c = kind ? store_->list_prefix(std::string(1, static_cast<char>(*kind))) : store_->list();
   while (c.next()) {
     if (set_id && c.value().set_id != *set_id) continue;
-    // The stored text is format_rule's canonical form: no need to parse it.
-    const std::string_view text = c.value().text;
+    // The store keeps no text: the canonical one is rebuilt from the key.
+    const std::optional<Rule> r = rule_from_order_key(c.key());
+    if (!r) continue;  // stored keys always decode
+    const std::string text = format_rule(*r);
     if (!prefix.empty()) {
       const std::size_t sp = text.find(' ');
       const std::string_view arg = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
@@ -585,8 +584,8 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const std:
   if (id) {
     for (auto c = store_->list(); c.next();) {
       if (c.value().set_id != *id || listed.contains(std::string(c.key()))) continue;
-      RuleParse p = parse_rule(c.value().text);  // stored texts always parse
-      if (p.rule) changes.push_back({Change::Op::kDel, std::move(*p.rule), 0, {}});
+      std::optional<Rule> r = rule_from_order_key(c.key());  // stored keys always decode
+      if (r) changes.push_back({Change::Op::kDel, std::move(*r), 0, {}});
     }
   }
   for (const Outcome o : apply(changes, /*atomic=*/true)) {
@@ -697,8 +696,8 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
     };
     bool ok = true;
     for (auto c = store_->list(); ok && c.next();) {
-      RuleParse p = parse_rule(c.value().text);  // stored texts always parse
-      ok = p.rule && put(*p.rule);
+      const std::optional<Rule> r = rule_from_order_key(c.key());  // stored keys always decode
+      ok = r && put(*r);
     }
     for (std::size_t i = 0; ok && i < pending_.size(); ++i) ok = put(*pending_[i]);
     if (ok && n != exact_->size()) {

@@ -235,7 +235,7 @@ class Blocklist {
   Blocklist() = default;
   bool insert_lookup(const Rule& r);        // filter + exact set (+ kind mask); false: full
   void remove_lookup(const Rule& r);        // the reverse
-  void remove_text(const std::string& text);  // remove_lookup of a stored rule
+  void remove_stored(std::string_view order_key);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
   // Growth. grow_tables builds a filter and exact set for `capacity` rules
   // from the store plus pending_ (rules in the lookup tables that the store

@@ -177,6 +177,81 @@ std::string rule_order_key(const Rule& r) {
   return s;
 }
 
+std::optional<Rule> rule_from_order_key(std::string_view key) {
+  const auto* p = reinterpret_cast<const uint8_t*>(key.data());
+  const std::size_t len = key.size();
+  if (len < 1 || p[0] < 1 || p[0] > kRuleKindCount) return std::nullopt;
+  Rule r;
+  r.kind = static_cast<RuleKind>(p[0]);
+  std::size_t at = 1;
+  // [family][4 or 16 address bytes]; false when they are not there.
+  auto addr = [&](IpAddr& a) {
+    if (at >= len || (p[at] != 4 && p[at] != 6)) return false;
+    a.family = p[at++];
+    if (len - at < a.size()) return false;
+    std::memcpy(a.bytes.data(), p + at, a.size());
+    at += a.size();
+    return true;
+  };
+  auto be16 = [&](uint16_t& v) {
+    if (len - at < 2) return false;
+    v = static_cast<uint16_t>((p[at] << 8) | p[at + 1]);
+    at += 2;
+    return true;
+  };
+  switch (r.kind) {
+    case RuleKind::kFlow:
+      if (!addr(r.src) || len - at < r.src.size() + 5) return std::nullopt;
+      r.dst.family = r.src.family;
+      std::memcpy(r.dst.bytes.data(), p + at, r.dst.size());
+      at += r.dst.size();
+      r.proto = p[at++];
+      if (!be16(r.sport) || !be16(r.dport)) return std::nullopt;
+      if (!proto_has_ports(r.proto) && (r.sport != 0 || r.dport != 0)) return std::nullopt;
+      break;
+    case RuleKind::kSrc:
+    case RuleKind::kDst:
+    case RuleKind::kIp:
+      if (!addr(r.addr)) return std::nullopt;
+      if (at < len) {  // a prefix: one length byte, shorter than the address, no host bit set
+        const uint8_t pl = p[at++];
+        if (pl >= address_bits(r.addr.family) || mask_address(r.addr, pl) != r.addr) return std::nullopt;
+        r.prefix_len = pl;
+      }
+      break;
+    case RuleKind::kService:
+      if (!addr(r.addr) || at >= len) return std::nullopt;
+      r.proto = p[at++];
+      if (!be16(r.dport)) return std::nullopt;
+      if (!proto_has_ports(r.proto) && r.dport != 0) return std::nullopt;
+      break;
+    case RuleKind::kUrl:
+      r.name.assign(key.substr(1));
+      at = len;
+      break;
+    case RuleKind::kHost: {
+      // Labels from the top-level domain down, each ended by '\0': rebuilt
+      // front to back by prepending. An empty label, a '.' inside one or a
+      // missing end is not a key rule_order_key makes.
+      std::string_view rest = key.substr(1);
+      if (rest.empty()) return std::nullopt;
+      r.name.reserve(rest.size() - 1);
+      while (!rest.empty()) {
+        const std::size_t z = rest.find('\0');
+        if (z == 0 || z == std::string_view::npos || rest.substr(0, z).find('.') != std::string_view::npos)
+          return std::nullopt;
+        if (!r.name.empty()) r.name.insert(0, 1, '.');
+        r.name.insert(0, rest.substr(0, z));
+        rest.remove_prefix(z + 1);
+      }
+      at = len;
+      break;
+    }
+  }
+  if (at != len) return std::nullopt;
+  return r;
+}
+
 uint64_t key_hash(const void* data, std::size_t len) noexcept { return XXH3_64bits(data, len); }
 
 Key128 key_hash128(const void* data, std::size_t len) noexcept {

@@ -135,6 +135,11 @@ std::optional<Rule> rule_from_key(const void* data, std::size_t len);
 // addresses numerically (family, then big-endian bytes), host names compared
 // label by label from the top-level domain, urls bytewise. See docs/rules.md.
 std::string rule_order_key(const Rule&);
+// Inverse of rule_order_key(): the rule whose listing-order key `key` is, or
+// nullopt when the bytes are not one rule_order_key() produces. The rule
+// store keeps only this key per rule; the rule (and its canonical text,
+// format_rule) is rebuilt from it, not stored a second time.
+std::optional<Rule> rule_from_order_key(std::string_view key);
 
 // Longest prefix-rule encoding: [kind][family | kPrefixFamilyBit][len][address].
 inline constexpr std::size_t kPrefixKeyMax = 1 + 1 + 1 + 16;

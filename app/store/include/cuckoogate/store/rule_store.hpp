@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +39,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuckoogate/store/durable_log.hpp"
@@ -49,19 +51,63 @@
 
 namespace cg::store {
 
+// A rule's opaque text as the store keeps it in memory: one pointer, null
+// for the empty text (the gateway stores none: it rebuilds a rule's text
+// from its key), else one heap block [u32 length][bytes]. Immutable once
+// built; copies duplicate the block.
+class StoredText {
+ public:
+  StoredText() noexcept = default;
+  StoredText(std::string_view t) : p_(make(t)) {}  // NOLINT: implicit, as std::string's
+  StoredText(const std::string& t) : StoredText(std::string_view(t)) {}  // NOLINT
+  StoredText(const char* t) : StoredText(std::string_view(t)) {}  // NOLINT
+  StoredText(const StoredText& o) : p_(make(o.view())) {}
+  StoredText(StoredText&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  StoredText& operator=(StoredText o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~StoredText() { delete[] p_; }
+  std::string_view view() const noexcept {
+    if (p_ == nullptr) return {};
+    std::uint32_t n;
+    std::memcpy(&n, p_, sizeof n);
+    return {p_ + sizeof n, n};
+  }
+  operator std::string_view() const noexcept { return view(); }  // NOLINT
+  std::string str() const { return std::string(view()); }
+  bool empty() const noexcept { return p_ == nullptr; }
+  std::size_t size() const noexcept { return view().size(); }
+  // Bytes of the heap block (0 when empty).
+  std::size_t heap_bytes() const noexcept { return p_ == nullptr ? 0 : sizeof(std::uint32_t) + size(); }
+  friend bool operator==(const StoredText& a, const StoredText& b) noexcept { return a.view() == b.view(); }
+  friend bool operator==(const StoredText& a, std::string_view b) noexcept { return a.view() == b; }
+  friend bool operator==(const StoredText& a, const char* b) noexcept { return a.view() == b; }
+  friend bool operator==(const StoredText& a, const std::string& b) noexcept { return a.view() == b; }
+
+ private:
+  static char* make(std::string_view t) {
+    if (t.empty()) return nullptr;
+    const auto n = static_cast<std::uint32_t>(t.size());  // records cap texts far below 4 GiB
+    char* p = new char[sizeof n + t.size()];
+    std::memcpy(p, &n, sizeof n);
+    std::memcpy(p + sizeof n, t.data(), t.size());
+    return p;
+  }
+  char* p_ = nullptr;
+};
+
 struct RuleMeta {
   std::uint64_t id = 0;              // unique per add; the journal number of the add
   std::int64_t added_unix_ms = 0;
   std::int64_t expiry_unix_ms = 0;   // 0 = never expires
-  std::string text;
+  StoredText text;                   // as given to add ("" in the gateway: see docs/store.md)
   std::uint32_t set_id = 0;          // its named set (RuleStore::set_name); 0 = "default"
   bool operator==(const RuleMeta&) const = default;
 };
 
-// The text's heap buffer (none while it fits std::string's inline buffer).
-inline std::size_t value_heap_bytes(const RuleMeta& m) noexcept {
-  return m.text.capacity() > std::string().capacity() ? m.text.capacity() + 1 : 0;
-}
+// The text's heap block (none for the empty text).
+inline std::size_t value_heap_bytes(const RuleMeta& m) noexcept { return m.text.heap_bytes(); }
 
 class RuleStore {
  public:

@@ -71,10 +71,7 @@ class SkipListMap {
       : owned_domain_(domain == nullptr ? std::make_unique<EpochDomain>() : nullptr),
         domain_(domain == nullptr ? owned_domain_.get() : domain),
         seed_(seed),
-        head_tower_(std::make_unique<std::atomic<std::uintptr_t>[]>(kMaxHeight)),
-        head_(new Node(Node::kHead, kMaxHeight)) {
-    head_->up = head_tower_.get();
-  }
+        head_(create_head()) {}
 
   // Requires exclusive access: no other call in flight, no Cursor alive.
   ~SkipListMap() {
@@ -84,7 +81,7 @@ class SkipListMap {
       destroy(n);
       n = next;
     }
-    delete head_;
+    destroy_head(head_);
     if (owned_domain_) owned_domain_->drain(64);
   }
 
@@ -149,18 +146,23 @@ class SkipListMap {
     enum Kind : std::uint8_t { kHead, kData, kMarker };
     Node(Kind k, int h) : kind(k), height(static_cast<std::uint8_t>(h)) {}
     std::atomic<Node*> next{nullptr};
-    // up[l] is the link at index level l + 1; bit 0 set = frozen (deleted).
-    // Data nodes keep the tower in the same allocation, just before the
-    // node, so an index step touches one place in memory, not two.
-    std::atomic<std::uintptr_t>* up = nullptr;
     // Data nodes: the first 8 key bytes, big-endian, zero-padded. Unequal
     // prefixes order like the keys, so most comparisons end here.
     std::uint64_t key_prefix = 0;
-    std::atomic<int> refs{1};
+    std::atomic<std::uint8_t> refs{1};     // at most 2 (deleter, inserter)
     std::atomic<std::uint8_t> deleted{0};  // data nodes: 1 once logically removed
     const Kind kind;
     const std::uint8_t height;  // number of index levels (tower size)
+    std::uint32_t key_len = 0;  // data nodes: bytes of the key that follows the node
+    // up()[l] is the link at index level l + 1; bit 0 set = frozen (deleted).
+    // The tower lives in the same allocation, just before the node (head and
+    // data nodes), so an index step touches one place in memory, not two,
+    // and the node needs no pointer to it.
+    std::atomic<std::uintptr_t>* up() const noexcept {
+      return reinterpret_cast<std::atomic<std::uintptr_t>*>(const_cast<Node*>(this)) - height;
+    }
   };
+  static_assert(sizeof(Retirable) + 24 == sizeof(Node) || sizeof(void*) != 8, "a node's header is 48 bytes");
   struct DataNode : Node {
     // One allocation: [tower: h links][DataNode][key bytes]. The key lives
     // in the node (no std::string: 32 bytes and, past 15 bytes, a second
@@ -171,7 +173,7 @@ class SkipListMap {
       auto* links = reinterpret_cast<std::atomic<std::uintptr_t>*>(mem);
       for (int i = 0; i < h; ++i) ::new (&links[i]) std::atomic<std::uintptr_t>(0);
       try {
-        return ::new (mem + tower) DataNode(k, std::move(v), h, links);
+        return ::new (mem + tower) DataNode(k, std::move(v), h);
       } catch (...) {
         ::operator delete(mem);
         throw;
@@ -184,18 +186,17 @@ class SkipListMap {
       ::operator delete(mem);
     }
     std::string_view key() const noexcept {
-      return {reinterpret_cast<const char*>(this + 1), key_len};
+      return {reinterpret_cast<const char*>(this + 1), this->key_len};
     }
     const V value;
-    const std::uint32_t key_len;
 
    private:
-    DataNode(std::string_view k, V&& v, int h, std::atomic<std::uintptr_t>* links)
-        : Node(Node::kData, h), value(std::move(v)), key_len(static_cast<std::uint32_t>(k.size())) {
+    DataNode(std::string_view k, V&& v, int h)
+        : Node(Node::kData, h), value(std::move(v)) {
+      this->key_len = static_cast<std::uint32_t>(k.size());
       if (!k.empty()) std::memcpy(reinterpret_cast<char*>(this + 1), k.data(), k.size());
       this->refs.store(h > 0 ? 2 : 1, std::memory_order_relaxed);
       this->reclaim = &reclaim_data;
-      this->up = links;
       this->key_prefix = prefix_of(k);
     }
   };
@@ -208,6 +209,20 @@ class SkipListMap {
       if (p != nullptr) DataNode::destroy(p);
     }
   };
+
+  // The head: a full tower in front of it, like a data node's.
+  static Node* create_head() {
+    constexpr std::size_t tower = kMaxHeight * sizeof(std::atomic<std::uintptr_t>);
+    char* mem = static_cast<char*>(::operator new(tower + sizeof(Node)));
+    auto* links = reinterpret_cast<std::atomic<std::uintptr_t>*>(mem);
+    for (int i = 0; i < kMaxHeight; ++i) ::new (&links[i]) std::atomic<std::uintptr_t>(0);
+    return ::new (mem + tower) Node(Node::kHead, kMaxHeight);
+  }
+  static void destroy_head(Node* h) noexcept {
+    char* mem = reinterpret_cast<char*>(h->up());
+    h->~Node();
+    ::operator delete(mem);
+  }
 
   struct Marker : Node {
     explicit Marker(Node* succ) : Node(Node::kMarker, 0) {
@@ -290,7 +305,6 @@ class SkipListMap {
   std::atomic<std::uint64_t> height_counter_{0};
   std::atomic<std::int64_t> count_{0};
   mutable std::atomic<std::int64_t> bytes_{0};  // memory_bytes(); relaxed, a statistic
-  std::unique_ptr<std::atomic<std::uintptr_t>[]> head_tower_;
   Node* const head_;
 
  public:
@@ -376,19 +390,19 @@ typename SkipListMap<V>::Node* SkipListMap<V>::search_index(std::string_view key
 retry:
   Node* x = head_;
   for (int l = kMaxHeight - 1; l >= 0; --l) {
-    std::uintptr_t xr = x->up[l].load(std::memory_order_acquire);
+    std::uintptr_t xr = x->up()[l].load(std::memory_order_acquire);
     if (marked(xr)) goto retry;  // x is being deleted: its links are frozen
     Node* y = ptr(xr);
     while (y != nullptr) {
-      std::uintptr_t yr = y->up[l].load(std::memory_order_acquire);
+      std::uintptr_t yr = y->up()[l].load(std::memory_order_acquire);
       if (!marked(yr) && is_deleted(y)) {
         // Help the deleter: freeze y's link at this level before unlinking.
-        yr = y->up[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
+        yr = y->up()[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
       }
       if (marked(yr)) {
         std::uintptr_t expected = raw(y);
         // acq_rel: publishes the unlink; on failure x changed or was frozen.
-        if (!x->up[l].compare_exchange_strong(expected, yr & ~kMark, std::memory_order_acq_rel,
+        if (!x->up()[l].compare_exchange_strong(expected, yr & ~kMark, std::memory_order_acq_rel,
                                               std::memory_order_acquire)) {
           goto retry;
         }
@@ -408,13 +422,13 @@ retry:
       Node* p = x;
       Node* q = y;
       while (q != nullptr) {
-        std::uintptr_t qr = q->up[l].load(std::memory_order_acquire);
+        std::uintptr_t qr = q->up()[l].load(std::memory_order_acquire);
         if (!marked(qr) && is_deleted(q)) {
-          qr = q->up[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
+          qr = q->up()[l].fetch_or(kMark, std::memory_order_acq_rel) | kMark;
         }
         if (marked(qr)) {
           std::uintptr_t expected = raw(q);
-          if (!p->up[l].compare_exchange_strong(expected, qr & ~kMark, std::memory_order_acq_rel,
+          if (!p->up()[l].compare_exchange_strong(expected, qr & ~kMark, std::memory_order_acq_rel,
                                                 std::memory_order_acquire)) {
             goto retry;
           }
@@ -576,16 +590,16 @@ void SkipListMap<V>::build_tower(DataNode* z, Node** preds, Node** succs) {
   for (int l = 0; l < z->height; ++l) {
     for (;;) {
       if (is_deleted(z)) goto done;
-      std::uintptr_t cur = z->up[l].load(std::memory_order_acquire);
+      std::uintptr_t cur = z->up()[l].load(std::memory_order_acquire);
       if (marked(cur)) goto done;
       Node* succ = succs[l];
       if (ptr(cur) != succ &&
-          !z->up[l].compare_exchange_strong(cur, raw(succ), std::memory_order_acq_rel,
+          !z->up()[l].compare_exchange_strong(cur, raw(succ), std::memory_order_acq_rel,
                                             std::memory_order_acquire)) {
         continue;  // frozen meanwhile: the check above stops us
       }
       std::uintptr_t expected = raw(succ);
-      if (preds[l]->up[l].compare_exchange_strong(expected, raw(z), std::memory_order_release,
+      if (preds[l]->up()[l].compare_exchange_strong(expected, raw(z), std::memory_order_release,
                                                   std::memory_order_relaxed)) {
         break;
       }
@@ -662,7 +676,7 @@ EraseResult SkipListMap<V>::erase(std::string_view key, V* removed) {
       // level, so stopping at the first equal key is not enough).
       if (n->height > 0) {
         for (int l = n->height - 1; l >= 0; --l) {
-          n->up[l].fetch_or(kMark, std::memory_order_acq_rel);
+          n->up()[l].fetch_or(kMark, std::memory_order_acq_rel);
         }
         // Pairs with the fence before build_tower()'s final is_deleted check
         // (store buffering: our deleted CAS before the purge's link loads,
