@@ -22,6 +22,7 @@
 #include "control/blocklist.hpp"
 #include "control/protocol.hpp"
 #include "control/server.hpp"
+#include "eal_test_main.hpp"
 
 namespace cg {
 namespace {
@@ -293,26 +294,4 @@ TEST_F(Control, IdleClientsAreClosedSoTheOperatorGetsIn) {
 }  // namespace
 }  // namespace cg
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  char tmpl[] = "/tmp/cg-control-test-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return 2;
-  cg::g_dir = tmpl;
-  const std::string prefix = "--file-prefix=cg-control-test-" + std::to_string(getpid());
-  std::vector<std::string> args = {"control_test", "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
-                                   "-l", "0", "--no-telemetry", "--log-level=lib.eal:error", prefix};
-  std::vector<char*> eal_argv;
-  for (auto& a : args) eal_argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
-  const int rc = RUN_ALL_TESTS();
-  const std::string runtime_dir = rte_eal_get_runtime_dir();
-  rte_eal_cleanup();
-  std::error_code ec;
-  std::filesystem::remove(runtime_dir, ec);  // EAL leaves its (empty) runtime directory
-  if (ec) std::fprintf(stderr, "cannot remove %s: %s\n", runtime_dir.c_str(), ec.message().c_str());
-  std::filesystem::remove_all(tmpl, ec);
-  return rc;
-}
+int main(int argc, char** argv) { return cg::test::run_eal_tests(argc, argv, "control-test", &cg::g_dir); }

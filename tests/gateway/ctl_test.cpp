@@ -26,32 +26,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Ctl : public testing::Test {
+class Ctl : public NullGatewaySuite {
  protected:
-  static void SetUpTestSuite() {
-    sock_ = GatewayEnv::dir() + "/ctl.sock";
-    std::string err;
-    gw_ = start_null_gateway(GatewayEnv::gateway(), sock_, GatewayEnv::dir(), &err);
-    ASSERT_NE(gw_, nullptr) << err;
-  }
   static void TearDownTestSuite() {
-    if (gw_ == nullptr) return;  // never started (SetUpTestSuite said why)
-    gw_->signal(SIGINT);
-    const int st = gw_->wait(30s);
-    const std::string out = gw_->out();
-    delete gw_;
-    EXPECT_EQ(st, 0);
-    EXPECT_NE(out.find("packets in"), std::string::npos) << out;  // final stats printed
+    const auto r = stop_gateway();
+    if (!r) return;
+    EXPECT_EQ(r->first, 0);
+    EXPECT_NE(r->second.find("packets in"), std::string::npos) << r->second;  // final stats printed
   }
-  Result ctl(std::vector<std::string> args, const std::string& in = "/dev/null") {
-    args.insert(args.begin(), {GatewayEnv::ctl(), "-s", sock_});
-    return run(args, GatewayEnv::dir(), in);
-  }
-  static std::string sock_;
-  static Process* gw_;
 };
-std::string Ctl::sock_;
-Process* Ctl::gw_ = nullptr;
 
 TEST_F(Ctl, AddCheckDelAndTheirExitCodes) {
   Result r = ctl({"add", "src", "192.0.2.1"});

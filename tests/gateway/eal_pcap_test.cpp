@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "eal_test_main.hpp"
 #include "packet_builder.hpp"
 #include "pcap_file.hpp"
 
@@ -72,34 +73,13 @@ TEST(EalPcap, ReplaysCaptureThroughNetPcapUnchanged) {
 
 }  // namespace
 
+// The two net_pcap ports read and write files in the scratch directory.
 int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  char tmpl[] = "/tmp/cg-eal-test-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return 2;
-  g_dir = tmpl;
-  cg::test::write_pcap(g_dir + "/in.pcap", sample_frames());
-  const std::string prefix = "--file-prefix=cg-eal-test-" + std::to_string(getpid());
-  const std::string vin = "--vdev=net_pcap_in,rx_pcap=" + g_dir + "/in.pcap,tx_pcap=" + g_dir + "/in-tx.pcap";
-  const std::string vout = "--vdev=net_pcap_out,rx_pcap=" + g_dir + "/empty.pcap,tx_pcap=" + g_dir + "/out.pcap";
-  cg::test::write_pcap(g_dir + "/empty.pcap", {});
-  std::vector<std::string> args = {"eal_pcap_test", "--no-huge", "--no-pci", "--no-shconf",
-                                   "-m", "256", "-l", "0", "--log-level=lib.eal:error",
-                                   prefix, vin, vout};
-  std::vector<char*> eal_argv;
-  for (auto& a : args) eal_argv.push_back(a.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
-  const int rc = RUN_ALL_TESTS();
-  // EAL leaves its runtime directory (/var/run/dpdk/<prefix>) behind; the
-  // prefix is this process's own, so all of it goes. The telemetry socket's
-  // own removal at exit then finds nothing, which it tolerates.
-  const std::string runtime_dir = rte_eal_get_runtime_dir();
-  rte_eal_cleanup();
-  std::error_code ec;
-  if (!runtime_dir.empty()) std::filesystem::remove_all(runtime_dir, ec);
-  std::string cleanup = "rm -rf " + g_dir;
-  if (std::system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", g_dir.c_str());
-  return rc;
+  return cg::test::run_eal_tests(argc, argv, "eal-test", &g_dir, [](const std::string& dir) {
+    cg::test::write_pcap(dir + "/in.pcap", sample_frames());
+    cg::test::write_pcap(dir + "/empty.pcap", {});
+    return std::vector<std::string>{
+        "--vdev=net_pcap_in,rx_pcap=" + dir + "/in.pcap,tx_pcap=" + dir + "/in-tx.pcap",
+        "--vdev=net_pcap_out,rx_pcap=" + dir + "/empty.pcap,tx_pcap=" + dir + "/out.pcap"};
+  });
 }

@@ -24,35 +24,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Feeds : public testing::Test {
+class Feeds : public NullGatewaySuite {
  protected:
-  static void SetUpTestSuite() {
-    sock_ = GatewayEnv::dir() + "/ctl.sock";
-    std::string err;
-    gw_ = start_null_gateway(GatewayEnv::gateway(), sock_, GatewayEnv::dir(), &err);
-    ASSERT_NE(gw_, nullptr) << err;
-  }
-  static void TearDownTestSuite() {
-    if (gw_ == nullptr) return;  // never started (SetUpTestSuite said why)
-    gw_->signal(SIGINT);
-    EXPECT_EQ(gw_->wait(30s), 0);
-    delete gw_;
-  }
-  Result ctl(std::vector<std::string> args, const std::string& in = "/dev/null") {
-    args.insert(args.begin(), {GatewayEnv::ctl(), "-s", sock_});
-    return run(args, GatewayEnv::dir(), in);
-  }
   bool present(const std::string& rule) { return ctl({"check", rule}).status == 0; }
   static std::string write(const std::string& name, const std::string& text) {
     const std::string path = GatewayEnv::dir() + "/" + name;
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
-  static std::string sock_;
-  static Process* gw_;
 };
-std::string Feeds::sock_;
-Process* Feeds::gw_ = nullptr;
 
 TEST_F(Feeds, HostsFileBecomesHostRulesWithoutTheMachinesOwnNames) {
   const std::string f = write("ads.hosts",

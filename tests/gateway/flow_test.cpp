@@ -16,6 +16,7 @@
 #include "packet_builder.hpp"
 #include "pcap_file.hpp"
 #include "quic_initial_builder.hpp"
+#include "replay_fixture.hpp"
 #include "subprocess.hpp"
 
 namespace cg::test {
@@ -23,26 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Flows : public testing::Test {
- protected:
-  std::string path(const std::string& name) const {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    return GatewayEnv::dir() + "/" + info->name() + "-" + name;
-  }
-  // Replays `in` with `rules`; extra options appended. Returns the stats JSON.
-  nlohmann::json replay(const std::vector<Bytes>& in, const std::string& rules,
-                        std::vector<std::string> extra = {}) {
-    write_pcap(path("in.pcap"), in);
-    std::ofstream(path("r.rules")) << rules;
-    std::vector<std::string> argv = {GatewayEnv::gateway(), "replay", "--rules", path("r.rules"),
-                                     "--in", path("in.pcap"), "--out", path("pass.pcap"),
-                                     "--drop", path("drop.pcap"), "--stats-json", path("s.json"), "--quiet"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    const Result r = run(argv, GatewayEnv::dir());
-    EXPECT_EQ(r.status, 0) << r.err;
-    return nlohmann::json::parse(slurp(path("s.json")));
-  }
-};
+class Flows : public ReplayTest {};
 
 uint16_t rd16(const Bytes& f, std::size_t o) { return static_cast<uint16_t>(f[o] << 8 | f[o + 1]); }
 uint32_t rd32(const Bytes& f, std::size_t o) {

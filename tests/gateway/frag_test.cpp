@@ -15,31 +15,14 @@
 #include "gateway_test_env.hpp"
 #include "packet_builder.hpp"
 #include "pcap_file.hpp"
+#include "replay_fixture.hpp"
 #include "subprocess.hpp"
 
 namespace cg::test {
 namespace {
 
-class Frags : public testing::Test {
+class Frags : public ReplayTest {
  protected:
-  std::string path(const std::string& name) const {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    return GatewayEnv::dir() + "/" + info->name() + "-" + name;
-  }
-  nlohmann::json replay(const std::vector<Bytes>& in, const std::string& rules,
-                        std::vector<std::string> extra = {}) {
-    write_pcap(path("in.pcap"), in);
-    std::ofstream(path("r.rules")) << rules;
-    std::vector<std::string> argv = {GatewayEnv::gateway(), "replay", "--rules", path("r.rules"),
-                                     "--in", path("in.pcap"), "--out", path("pass.pcap"),
-                                     "--drop", path("drop.pcap"), "--stats-json", path("s.json"), "--quiet"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    const Result r = run(argv, GatewayEnv::dir());
-    EXPECT_EQ(r.status, 0) << r.err;
-    return nlohmann::json::parse(slurp(path("s.json")));
-  }
-  std::vector<Bytes> passed() const { return read_pcap(path("pass.pcap")); }
-  std::vector<Bytes> dropped() const { return read_pcap(path("drop.pcap")); }
   // Every fragment dropped, byte for byte and in order, each counted under
   // `kind`; judged one by one (--fragments off) every fragment passes.
   void expect_dropped_whole(const std::vector<Bytes>& fr, const std::string& rules, const char* kind) {

@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "subprocess.hpp"
 
 namespace cg::test {
 
@@ -44,5 +51,42 @@ inline int gateway_test_main(int argc, char** argv) {
   else std::fprintf(stderr, "test files kept in %s\n", tmpl);
   return rc;
 }
+
+// A fixture for the tests that talk to one `cuckoogate run` on net_null ports
+// shared by the whole suite (start_null_gateway, control socket DIR/ctl.sock):
+// ctl() runs cuckoogatectl against it.
+class NullGatewaySuite : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sock_ = GatewayEnv::dir() + "/ctl.sock";
+    std::string err;
+    gw_ = start_null_gateway(GatewayEnv::gateway(), sock_, GatewayEnv::dir(), &err);
+    ASSERT_NE(gw_, nullptr) << err;
+  }
+  static void TearDownTestSuite() {
+    const auto r = stop_gateway();
+    if (r) {
+      EXPECT_EQ(r->first, 0);
+    }
+  }
+  // Stops the gateway with SIGINT: its exit status and what it printed
+  // (nothing if it never started; SetUpTestSuite said why).
+  static std::optional<std::pair<int, std::string>> stop_gateway() {
+    if (gw_ == nullptr) return std::nullopt;
+    gw_->signal(SIGINT);
+    const int st = gw_->wait(std::chrono::seconds(30));
+    std::string out = gw_->out();
+    delete gw_;
+    gw_ = nullptr;
+    return std::make_pair(st, std::move(out));
+  }
+  // `cuckoogatectl -s SOCK args...`, stdin from `in`.
+  static Result ctl(std::vector<std::string> args, const std::string& in = "/dev/null") {
+    args.insert(args.begin(), {GatewayEnv::ctl(), "-s", sock_});
+    return run(args, GatewayEnv::dir(), in);
+  }
+  static inline std::string sock_;
+  static inline Process* gw_ = nullptr;
+};
 
 }  // namespace cg::test

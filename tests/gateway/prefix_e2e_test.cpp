@@ -28,30 +28,6 @@ std::string path(const std::string& name) {
   return GatewayEnv::dir() + "/" + info->name() + "-" + name;
 }
 
-std::map<std::string, uint64_t> stats(CtlClient& c) {
-  std::map<std::string, uint64_t> m;
-  for (const std::string& l : c.ask_multi("stats")) {
-    const auto sp = l.find(' ');
-    if (sp == std::string::npos) continue;
-    try {
-      m[l.substr(0, sp)] = std::stoull(l.substr(sp + 1));
-    } catch (...) {
-      // non-integer values are not needed here
-    }
-  }
-  return m;
-}
-
-template <class Pred>
-bool wait_stats(CtlClient& c, Pred pred, std::chrono::milliseconds timeout = 15s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred(stats(c))) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 Bytes v4(const char* src, const char* dst) { return Packet().ipv4(src, dst).udp(1111, 2222).payload("x").frame(); }
 Bytes v6(const char* src, const char* dst) { return Packet().ipv6(src, dst).udp(1111, 2222).payload("x").frame(); }
 
@@ -147,7 +123,7 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   CtlClient c(sock);
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["rx"] > 1000; })) << gw.err();
+  ASSERT_TRUE(c.wait_stats([](auto s) { return s["rx"] > 1000; })) << gw.err();
 
   // Hits: each rule counts its own packet only, once per pass of the
   // capture; were the covering /8 counted for all three, it would have ~3x.
@@ -172,18 +148,18 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   EXPECT_EQ(c.ask("del src 10.0.0.0/9").rfind("ERR 404", 0), 0u);  // deleted exactly or not at all
 
   // Before the add, the late packets pass.
-  const auto s0 = stats(c);
-  ASSERT_TRUE(wait_stats(c, [&](auto s) { return s["rx"] > s0.at("rx") + 500; }));
-  EXPECT_EQ(stats(c)["dropped_by_kind.dst"], 0u);
-  EXPECT_EQ(stats(c)["dropped_by_kind.ip"], 0u);
+  const auto s0 = c.stats();
+  ASSERT_TRUE(c.wait_stats([&](auto s) { return s["rx"] > s0.at("rx") + 500; }));
+  EXPECT_EQ(c.stats()["dropped_by_kind.dst"], 0u);
+  EXPECT_EQ(c.stats()["dropped_by_kind.ip"], 0u);
 
   // Add: from the answer on (plus the burst in flight), every packet drops.
   EXPECT_EQ(c.ask("add dst 192.0.2.128/25"), "OK added");
   EXPECT_EQ(c.ask("add ip 2001:db8:77::/48"), "OK added");
   std::this_thread::sleep_for(50ms);
-  const auto s1 = stats(c);
-  ASSERT_TRUE(wait_stats(c, [&](auto s) { return s["rx"] > s1.at("rx") + 1000; }));
-  const auto s2 = stats(c);
+  const auto s1 = c.stats();
+  ASSERT_TRUE(c.wait_stats([&](auto s) { return s["rx"] > s1.at("rx") + 1000; }));
+  const auto s2 = c.stats();
   EXPECT_EQ(s2.at("passed"), s1.at("passed")) << "a packet passed after the add";
   EXPECT_GT(s2.at("dropped_by_kind.dst"), s1.at("dropped_by_kind.dst"));
   EXPECT_GT(s2.at("dropped_by_kind.ip"), s1.at("dropped_by_kind.ip"));
@@ -192,9 +168,9 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   EXPECT_EQ(c.ask("del dst 192.0.2.128/25"), "OK deleted");
   EXPECT_EQ(c.ask("del ip 2001:db8:77::/48"), "OK deleted");
   std::this_thread::sleep_for(50ms);
-  const auto s3 = stats(c);
-  ASSERT_TRUE(wait_stats(c, [&](auto s) { return s["rx"] > s3.at("rx") + 1000; }));
-  const auto s4 = stats(c);
+  const auto s3 = c.stats();
+  ASSERT_TRUE(c.wait_stats([&](auto s) { return s["rx"] > s3.at("rx") + 1000; }));
+  const auto s4 = c.stats();
   EXPECT_EQ(s4.at("dropped_by_kind.dst"), s3.at("dropped_by_kind.dst")) << "a drop after the del";
   EXPECT_EQ(s4.at("dropped_by_kind.ip"), s3.at("dropped_by_kind.ip")) << "a drop after the del";
   EXPECT_GT(s4.at("passed"), s3.at("passed"));

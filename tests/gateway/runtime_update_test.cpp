@@ -23,31 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::map<std::string, uint64_t> stats(CtlClient& c) {
-  std::map<std::string, uint64_t> m;
-  for (const std::string& l : c.ask_multi("stats")) {
-    const auto sp = l.find(' ');
-    if (sp == std::string::npos) continue;
-    try {
-      m[l.substr(0, sp)] = std::stoull(l.substr(sp + 1));
-    } catch (...) {
-      // non-integer values (filter_load, uptime) are not needed here
-    }
-  }
-  return m;
-}
-
-// Polls `stats` until pred holds or the deadline passes.
-template <class Pred>
-bool wait_stats(CtlClient& c, Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred(stats(c))) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   const std::string dir = GatewayEnv::dir();
   const Bytes target = Packet().ipv4("192.0.2.99", "10.1.1.1").udp(4000, 53).payload("target").frame();
@@ -64,12 +39,12 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   ASSERT_TRUE(c.connected());
 
   // Traffic flows and the target passes.
-  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["rx"] > 200; })) << gw.err();
-  EXPECT_EQ(stats(c)["dropped_by_kind.src"], 0u);
+  ASSERT_TRUE(c.wait_stats([](auto s) { return s["rx"] > 200; })) << gw.err();
+  EXPECT_EQ(c.stats()["dropped_by_kind.src"], 0u);
 
   // add: the target's packets start being dropped.
   EXPECT_EQ(c.ask("add src 192.0.2.99"), "OK added");
-  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["dropped_by_kind.src"] > 50; }));
+  ASSERT_TRUE(c.wait_stats([](auto s) { return s["dropped_by_kind.src"] > 50; }));
   EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK present");
   // Per-rule hit counters: the new rule has its drops, the untouched one none.
   {
@@ -93,9 +68,9 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   // del: it passes again. Allow the burst in flight at the del to finish.
   EXPECT_EQ(c.ask("del src 192.0.2.99"), "OK deleted");
   std::this_thread::sleep_for(50ms);
-  const auto s1 = stats(c);
-  ASSERT_TRUE(wait_stats(c, [&](auto s) { return s["passed"] > s1.at("passed") + 400; }));
-  const auto s2 = stats(c);
+  const auto s1 = c.stats();
+  ASSERT_TRUE(c.wait_stats([&](auto s) { return s["passed"] > s1.at("passed") + 400; }));
+  const auto s2 = c.stats();
   EXPECT_EQ(s2.at("dropped_by_kind.src"), s1.at("dropped_by_kind.src"));
   EXPECT_EQ(c.ask("check src 192.0.2.99"), "OK absent");
   // Re-added, the rule's counter starts again from zero (its slot was freed).
@@ -108,7 +83,7 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
 
   // The first rule of a kind that had none (flow) takes effect too.
   EXPECT_EQ(c.ask("add flow udp 10.1.1.2:4001 10.1.1.1:53"), "OK added");
-  ASSERT_TRUE(wait_stats(c, [](auto s) { return s["dropped_by_kind.flow"] > 20; }));
+  ASSERT_TRUE(c.wait_stats([](auto s) { return s["dropped_by_kind.flow"] > 20; }));
   EXPECT_EQ(c.ask("del flow udp 10.1.1.2:4001 10.1.1.1:53"), "OK deleted");
 
   gw.signal(SIGINT);

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -168,6 +170,30 @@ class CtlClient {
     if (f.rfind("OK", 0) != 0) return body;
     for (std::string l = line(); l != "."; l = line()) body.push_back(l);
     return body;
+  }
+  // The `stats` counters by name (values that are not integers left out).
+  std::map<std::string, uint64_t> stats() {
+    std::map<std::string, uint64_t> m;
+    for (const std::string& l : ask_multi("stats")) {
+      const auto sp = l.find(' ');
+      if (sp == std::string::npos) continue;
+      try {
+        m[l.substr(0, sp)] = std::stoull(l.substr(sp + 1));
+      } catch (...) {
+        // non-integer values (filter_load, uptime) are not needed here
+      }
+    }
+    return m;
+  }
+  // Polls `stats` until pred(stats) holds or the deadline passes.
+  template <class Pred>
+  bool wait_stats(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      if (pred(stats())) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
   }
 
  private:

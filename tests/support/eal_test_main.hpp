@@ -1,6 +1,8 @@
 // main() for in-process DPDK tests: EAL without hugepages, PCI or shared
 // config, its own --file-prefix (tests run in parallel), a scratch directory
 // for the tests (*dir), and EAL's runtime directory removed afterwards.
+// `extra`, if given, is called with the scratch directory before EAL starts
+// and returns more EAL arguments (e.g. --vdev options naming files there).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,12 +13,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace cg::test {
 
-inline int run_eal_tests(int argc, char** argv, const std::string& name, std::string* dir) {
+inline int run_eal_tests(int argc, char** argv, const std::string& name, std::string* dir,
+                         const std::function<std::vector<std::string>(const std::string&)>& extra = {}) {
   testing::InitGoogleTest(&argc, argv);
   std::string tmpl = "/tmp/cg-" + name + "-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) return 2;
@@ -24,6 +28,10 @@ inline int run_eal_tests(int argc, char** argv, const std::string& name, std::st
   const std::string prefix = "--file-prefix=cg-" + name + "-" + std::to_string(getpid());
   std::vector<std::string> args = {name, "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
                                    "-l", "0", "--no-telemetry", "--log-level=lib.eal:error", prefix};
+  if (extra) {
+    const std::vector<std::string> more = extra(*dir);
+    args.insert(args.end(), more.begin(), more.end());
+  }
   std::vector<char*> eal_argv;
   for (auto& a : args) eal_argv.push_back(a.data());
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
