@@ -231,17 +231,26 @@ bool plain_string(const toml::table& t, const char* key, std::size_t max, std::s
 }
 
 bool read_sync(const toml::table& t, const std::string& w, SyncConfig& c, std::string* err) {
-  // TLS keys are known and refused with the reason, not as unknown keys.
-  for (std::string_view k : {"tls", "tls_ca", "tls_cert", "tls_key", "tls_ca_dir", "tls_server_name"}) {
-    if (t.contains(k)) {
-      *err = w + "." + std::string(k) + ": TLS to Redis is not available: Debian 12's hiredis (0.14.1) is built "
-             "without hiredis_ssl; use a Unix socket of a local TLS tunnel (stunnel, spiped), docs/sync.md";
+  if (!check_keys(t, {"redis", "stream", "gateway_id", "user", "password", "snapshot_interval",
+                      "timeout_ms", "wait_replicas", "offline_writes", "tls", "tls_ca", "tls_ca_dir",
+                      "tls_cert", "tls_key", "tls_server_name"}, w, err))
+    return false;
+  // TLS (docs/sync.md, "TLS"): on with rediss:// or tls = true; the tls_* keys need it on.
+  if (const toml::node* v = t.get("tls")) {
+    if (!v->is_boolean()) {
+      *err = w + ".tls: expected true or false";
       return false;
     }
+    c.tls = *v->value<bool>();
   }
-  if (!check_keys(t, {"redis", "stream", "gateway_id", "user", "password", "snapshot_interval",
-                      "timeout_ms", "wait_replicas", "offline_writes"}, w, err))
+  if (!plain_string(t, "tls_ca", 4096, c.tls_ca, w, err) || !plain_string(t, "tls_ca_dir", 4096, c.tls_ca_dir, w, err) ||
+      !plain_string(t, "tls_cert", 4096, c.tls_cert, w, err) || !plain_string(t, "tls_key", 4096, c.tls_key, w, err) ||
+      !plain_string(t, "tls_server_name", 253, c.tls_server_name, w, err))
     return false;
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    *err = w + (c.tls_cert.empty() ? ".tls_key" : ".tls_cert") + ": a client certificate needs both tls_cert and tls_key";
+    return false;
+  }
   std::string offline = "refuse";
   if (!plain_string(t, "offline_writes", 16, offline, w, err)) return false;
   if (offline != "refuse" && offline != "queue") {
@@ -261,9 +270,22 @@ bool read_sync(const toml::table& t, const std::string& w, SyncConfig& c, std::s
     *err = w + ": 'redis' (the server's URL) is required in [sync]";
     return false;
   }
-  if (const sync::RedisUrlParse u = sync::parse_redis_url(c.redis); !u.url) {
+  const sync::RedisUrlParse u = sync::parse_redis_url(c.redis);
+  if (!u.url) {
     *err = w + ".redis: " + u.error;
     return false;
+  }
+  const bool tls_on = c.tls || u.url->tls.on;
+  if (tls_on && !u.url->unix_path.empty()) {
+    *err = w + ": TLS is for TCP Redis URLs, not a Unix socket";
+    return false;
+  }
+  for (const auto& [k, v] : {std::pair<const char*, const std::string*>{"tls_ca", &c.tls_ca}, {"tls_ca_dir", &c.tls_ca_dir},
+                             {"tls_cert", &c.tls_cert}, {"tls_server_name", &c.tls_server_name}}) {
+    if (!tls_on && !v->empty()) {
+      *err = w + "." + k + ": TLS is off (use a rediss:// URL or tls = true)";
+      return false;
+    }
   }
   return true;
 }

@@ -24,7 +24,7 @@ struct PairConfig {
 // [sync]: one blocklist shared by many gateways through a Redis stream
 // (docs/sync.md). Empty redis: no sync.
 struct SyncConfig {
-  std::string redis;                    // redis://host:port/db or unix:///path (validated)
+  std::string redis;                    // redis://host:port/db, rediss://..., unix:///path (validated)
   std::string stream = "cuckoogate:rules";
   std::string gateway_id;               // "" = the host name
   std::string user, password;           // override the URL's (ACL user, requirepass)
@@ -32,6 +32,10 @@ struct SyncConfig {
   unsigned timeout_ms = 1000;           // connect and each Redis command
   unsigned wait_replicas = 0;           // > 0: WAIT for replicas before an OK
   bool queue_offline = false;           // offline_writes = "queue" (default "refuse")
+  bool tls = false;                     // TLS with a redis:// URL too (rediss:// turns it on)
+  std::string tls_ca, tls_ca_dir;       // CA file / directory for the server's certificate ("": the system's)
+  std::string tls_cert, tls_key;        // client certificate and key (both or neither)
+  std::string tls_server_name;          // "": the URL's host
 };
 
 // [[rules]]: a rule file or feed applied at start (docs/rules.md, "Feed formats").

@@ -83,6 +83,12 @@ sync::SyncOptions sync_options(const SyncConfig& c) {
   o.url = sync::parse_redis_url(c.redis).url.value_or(sync::RedisUrl{});
   if (!c.user.empty()) o.url.user = c.user;
   if (!c.password.empty()) o.url.password = c.password;
+  o.url.tls.on = o.url.tls.on || c.tls;
+  o.url.tls.ca_file = c.tls_ca;
+  o.url.tls.ca_dir = c.tls_ca_dir;
+  o.url.tls.cert_file = c.tls_cert;
+  o.url.tls.key_file = c.tls_key;
+  o.url.tls.server_name = c.tls_server_name;
   o.stream = c.stream;
   o.gateway_id = c.gateway_id;
   if (o.gateway_id.empty()) {

@@ -95,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[[pair]]\nports = [0, 1]\n[[pair]]\nports = 3\n", "pair[1].ports"},
                     Bad{"pair = [1]\n", "pair[0]: expected a table"},
                     Bad{"[sync]\nstream = \"s\"\n", "sync: 'redis' (the server's URL) is required"},
-                    Bad{"[sync]\nredis = \"rediss://h\"\n", "sync.redis: rediss:// (TLS) is not supported"},
+                    Bad{"[sync]\nredis = \"unix:///r.sock\"\ntls = true\n", "sync: TLS is for TCP Redis URLs"},
+                    Bad{"[sync]\nredis = \"rediss://h\"\ntls_cert = \"c.pem\"\n", "sync.tls_cert: a client certificate needs both tls_cert and tls_key"},
+                    Bad{"[sync]\nredis = \"redis://h\"\ntls = \"yes\"\n", "sync.tls: expected true or false"},
                     Bad{"[sync]\nredis = \"redis://h:0\"\n", "sync.redis: redis URL port"},
                     Bad{"[sync]\nredis = \"redis://h\"\nredis_url = 1\n", "unknown key 'redis_url'"},
                     Bad{"[sync]\nredis = \"redis://h\"\nstream = \"\"\n", "sync.stream: expected 1 to 256"},
@@ -105,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[sync]\nredis = \"redis://h\"\noffline_writes = \"keep\"\n",
                         "sync.offline_writes: expected \"refuse\" or \"queue\""},
                     Bad{"[sync]\nredis = \"redis://h\"\ntls_ca = \"/etc/ca.pem\"\n",
-                        "sync.tls_ca: TLS to Redis is not available: Debian 12's hiredis (0.14.1)"},
+                        "sync.tls_ca: TLS is off (use a rediss:// URL or tls = true)"},
                     Bad{"sync = 1\n", "'sync' must be a table"}));
 
 // A directory, FIFO, device or oversized file is refused by load_config
@@ -301,6 +303,26 @@ TEST(Config, SyncSectionIsReadWithDefaults) {
   EXPECT_EQ(d.sync.timeout_ms, 250u);
   EXPECT_EQ(d.sync.wait_replicas, 1u);
   EXPECT_TRUE(d.sync.queue_offline);
+}
+
+TEST(Config, SyncTlsKeysAreRead) {
+  cg::GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(cg::parse_config("[sync]\nredis = \"redis://r.example:6380\"\ntls = true\ntls_ca = \"/etc/ca.pem\"\n"
+                               "tls_ca_dir = \"/etc/cas\"\ntls_cert = \"/etc/gw.pem\"\ntls_key = \"/etc/gw.key\"\n"
+                               "tls_server_name = \"redis.internal\"\n",
+                               "t.toml", c, &err))
+      << err;
+  EXPECT_TRUE(c.sync.tls);
+  EXPECT_EQ(c.sync.tls_ca, "/etc/ca.pem");
+  EXPECT_EQ(c.sync.tls_ca_dir, "/etc/cas");
+  EXPECT_EQ(c.sync.tls_cert, "/etc/gw.pem");
+  EXPECT_EQ(c.sync.tls_key, "/etc/gw.key");
+  EXPECT_EQ(c.sync.tls_server_name, "redis.internal");
+  cg::GatewayConfig d;  // rediss:// turns TLS on by itself
+  ASSERT_TRUE(cg::parse_config("[sync]\nredis = \"rediss://r.example\"\ntls_ca = \"/etc/ca.pem\"\n", "t.toml", d, &err))
+      << err;
+  EXPECT_FALSE(d.sync.tls);
 }
 
 TEST(Config, ControlIdleTimeoutIsBounded) {

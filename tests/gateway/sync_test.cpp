@@ -22,6 +22,7 @@
 #include "pcap_file.hpp"
 #include "redis_server.hpp"
 #include "subprocess.hpp"
+#include "test_certs.hpp"
 
 namespace cg::test {
 namespace {
@@ -442,6 +443,52 @@ TEST_F(SyncTest, AGatewayBehindATrimmedStreamRebuildsFromTheSnapshot) {
   EXPECT_EQ(num(s, "sync.gaps"), 0u);
   EXPECT_EQ(b->list(), a->list());
   EXPECT_EQ(b->list().size(), 10u);
+}
+
+// TLS (docs/sync.md, "TLS"): Debian's redis-server 7.0 with --tls-port and
+// client certificates required; certificates made in the test's directory.
+// Two gateways share the blocklist through rediss://; one that trusts
+// another CA stays disconnected and says why, and keeps serving reads.
+TEST_F(SyncTest, GatewaysShareTheBlocklistOverTlsAndAWrongCaIsRefused) {
+  const std::string tdir = dir_ + "/tls";
+  std::filesystem::create_directories(tdir);
+  TestCert ca("cuckoogate test CA", nullptr, "", 1), server("localhost", &ca, "DNS:localhost,IP:127.0.0.1", 2),
+      client("gateway", &ca, "", 3), other("another CA", nullptr, "", 4);
+  ca.write(tdir, "ca");
+  server.write(tdir, "server");
+  client.write(tdir, "client");
+  other.write(tdir, "other");
+  const uint16_t port = free_tcp_port();
+  RedisServer r(tdir, {"--tls-port", std::to_string(port), "--tls-cert-file", tdir + "/server.pem", "--tls-key-file",
+                       tdir + "/server.key", "--tls-ca-cert-file", tdir + "/ca.pem"});
+  const std::string url = "rediss://localhost:" + std::to_string(port) + "/0";
+  auto config = [&](const std::string& name, const std::string& ca_file) {
+    const std::string path = tdir + "/" + name + ".toml";
+    std::ofstream(path) << "[sync]\nredis = \"" << url << "\"\nsnapshot_interval = 0\ntls_ca = \"" << ca_file
+                        << "\"\ntls_cert = \"" << tdir << "/client.pem\"\ntls_key = \"" << tdir << "/client.key\"\n";
+    return path;
+  };
+  auto a = Gw::run("ta", url, dir_ + "/state-a", config("a", tdir + "/ca.pem"));
+  auto b = Gw::run("tb", url, dir_ + "/state-b", config("b", tdir + "/ca.pem"));
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return stats(a->ctl())["sync.connected"] == "true"; })) << stats(a->ctl())["sync.last_error"];
+  EXPECT_EQ(stats(a->ctl())["sync.redis"], url);
+  EXPECT_EQ(a->ctl().ask("add host tls.example"), "OK added");
+  ASSERT_TRUE(eventually([&] { return b->has("host tls.example"); })) << stats(b->ctl())["sync.last_error"];
+  EXPECT_EQ(b->ctl().ask("del host tls.example"), "OK deleted");
+  ASSERT_TRUE(eventually([&] { return !a->has("host tls.example"); }));
+  // The entries are in Redis' stream (read over the Unix socket).
+  EXPECT_NE(r.cli({"XRANGE", "cuckoogate:rules", "-", "+"}).find("host tls.example"), std::string::npos);
+
+  auto c = Gw::run("tc", url, dir_ + "/state-c", config("c", tdir + "/other.pem"));
+  ASSERT_TRUE(c->up()) << c->err();
+  ASSERT_TRUE(eventually([&] { return stats(c->ctl())["sync.last_error"].find("certificate") != std::string::npos; }));
+  const auto s = stats(c->ctl());
+  EXPECT_EQ(s.at("sync.connected"), "false");
+  EXPECT_NE(s.at("sync.last_error").find("the server's certificate is refused"), std::string::npos)
+      << s.at("sync.last_error");
+  EXPECT_EQ(c->ctl().ask("add host no.example").rfind("ERR 503", 0), 0u);
 }
 
 }  // namespace

@@ -1,16 +1,20 @@
 // A private redis-server for a test: Unix socket in the test's directory, no
-// TCP (--port 0), AOF on (so a restart keeps what was acknowledged), killed
-// when the object goes away. Needs redis-server (scripts/install-deps.sh).
+// TCP (--port 0) unless `extra` opens a port (--port, --tls-port), AOF on (so
+// a restart keeps what was acknowledged), killed when the object goes away.
+// Needs redis-server (scripts/install-deps.sh). It is ready when the Unix
+// socket answers; Redis opens its TCP and TLS ports before that.
 #pragma once
 
 #include <signal.h>
 #include <spawn.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,6 +24,22 @@
 extern char** environ;
 
 namespace cg::test {
+
+// A loopback TCP port that was free a moment ago (for --tls-port or --port).
+inline uint16_t free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("no free loopback port");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
 
 class RedisServer {
  public:

@@ -43,6 +43,37 @@ TEST(Entry, WhatRedisCliWritesIsCanonicalised) {
   EXPECT_TRUE(d.entry->origin.empty());
 }
 
+// The reader decodes page after page into the same Entry objects: nothing of
+// an entry may leak into the next one decoded into the same storage.
+TEST(Entry, DecodingIntoAReusedEntryKeepsNothingOfThePreviousOne) {
+  const std::vector<Fields> in = {
+      {{"op", "batch"}, {"changes", "add 1700000000123 ip 10.0.0.1\ndel host a.example\n"}, {"origin", "gw-a"},
+       {"outbox", "7.1.0"}},
+      {{"op", "add"}, {"rule", "host b.example"}},
+      {{"op", "flush"}, {"kind", "host"}, {"origin", "gw-b"}},
+      {{"op", "del"}, {"rule", "ip 10.0.0.2"}},
+      {{"op", "add"}, {"rule", "ip 10.0.0.3"}, {"ttl", "1700000000999"}},
+      {{"op", "flush"}},
+      {{"op", "load"}, {"changes", "add 0 src 192.0.2.1\n"}},
+  };
+  Entry reused;
+  std::string err;
+  for (const Fields& f : in) {
+    FieldViews v;
+    for (const auto& [k, val] : f) v.emplace_back(k, val);
+    ASSERT_TRUE(decode_entry_into(v, &reused, &err)) << err;
+    EntryDecode fresh = decode_entry(f);
+    ASSERT_TRUE(fresh.entry) << fresh.error;
+    EXPECT_EQ(encode_entry(reused), encode_entry(*fresh.entry)) << f[0].second;
+    EXPECT_EQ(reused.kind, fresh.entry->kind);
+  }
+  // A refused entry says why; the next one decodes whole again.
+  EXPECT_FALSE(decode_entry_into({{"op", "add"}, {"rule", "host x.example"}, {"ttl", "soon"}}, &reused, &err));
+  EXPECT_NE(err.find("ttl"), std::string::npos) << err;
+  ASSERT_TRUE(decode_entry_into({{"op", "add"}, {"rule", "host c.example"}}, &reused, &err)) << err;
+  EXPECT_EQ(encode_entry(reused), (Fields{{"op", "add"}, {"rule", "host c.example"}}));
+}
+
 TEST(Entry, FlushOfAKindAndOfAll) {
   EntryDecode all = decode_entry({{"op", "flush"}});
   ASSERT_TRUE(all.entry);

@@ -11,6 +11,7 @@
 
 #include "cuckoogate/sync/stream_sync.hpp"
 #include "redis_server.hpp"
+#include "serve.hpp"
 
 namespace cg::sync {
 namespace {
@@ -106,19 +107,7 @@ class StreamSyncTest : public ::testing::Test {
   // Runs a control loop over the syncs until pred holds (or 5 s pass).
   template <class Pred>
   bool serve_until(std::vector<StreamSync*> syncs, Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + 5s;
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > end) return false;
-      std::vector<pollfd> fds;
-      for (StreamSync* s : syncs) {
-        s->tick();
-        fds.push_back({s->fd(), POLLIN, 0});
-      }
-      ::poll(fds.data(), fds.size(), 20);
-      for (std::size_t i = 0; i < syncs.size(); ++i)
-        if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) syncs[i]->on_readable();
-    }
-    return true;
+    return cg::test::serve_until(syncs, pred, 5s);
   }
   // Publishes through s; the entries' IDs (a failure fails the test).
   static std::vector<StreamId> publish_ok(StreamSync& s, const std::vector<Entry>& e) {

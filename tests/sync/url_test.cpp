@@ -60,8 +60,20 @@ TEST(RedisUrl, UnixSocketWithDb) {
   EXPECT_EQ(u.password, "pw");
 }
 
+TEST(RedisUrl, RedissIsTcpWithTls) {
+  const RedisUrl u = ok("rediss://gw:pw@redis.example:6380/2");
+  EXPECT_TRUE(u.tls.on);
+  EXPECT_EQ(u.host, "redis.example");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(u.db, 2);
+  EXPECT_EQ(describe(u), "rediss://gw@redis.example:6380/2");
+  EXPECT_FALSE(ok("redis://redis.example").tls.on);
+  EXPECT_FALSE(ok("unix:///run/r.sock").tls.on);
+}
+
 TEST(RedisUrl, RefusesWhatItCannotServe) {
-  EXPECT_NE(refused("rediss://host:6379").find("TLS"), std::string::npos);
+  EXPECT_NE(refused("rediss:///run/r.sock").find("no host"), std::string::npos);
+  EXPECT_NE(refused("ftp://host").find("not redis, rediss or unix"), std::string::npos);
   refused("http://host");
   refused("127.0.0.1:6379");
   refused("redis://");

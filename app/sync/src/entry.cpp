@@ -123,6 +123,13 @@ EntryDecode decode_entry(const Fields& fields) {
 }
 
 EntryDecode decode_entry_views(const FieldViews& fields) {
+  Entry e;
+  std::string err;
+  if (!decode_entry_into(fields, &e, &err)) return {std::nullopt, std::move(err)};
+  return {std::move(e), {}};
+}
+
+bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err) {
   const std::string_view* op = nullptr;
   const std::string_view* rule = nullptr;
   const std::string_view* ttl = nullptr;
@@ -130,7 +137,10 @@ EntryDecode decode_entry_views(const FieldViews& fields) {
   const std::string_view* changes = nullptr;
   const std::string_view* origin = nullptr;
   const std::string_view* outbox = nullptr;
-  auto fail = [](std::string why) { return EntryDecode{std::nullopt, std::move(why)}; };
+  auto fail = [err](std::string why) {
+    *err = std::move(why);
+    return false;
+  };
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const std::string_view k = fields[i].first;
     const std::string_view** slot = k == "op"        ? &op
@@ -146,37 +156,45 @@ EntryDecode decode_entry_views(const FieldViews& fields) {
     *slot = &fields[i].second;
   }
   if (op == nullptr) return fail("no 'op' field");
-  Entry e;
+  // *out is reused (its vector and strings keep their capacity): every
+  // member is set below.
+  Entry& e = *out;
   std::size_t which = std::size(kOps);
   for (std::size_t i = 0; i < std::size(kOps); ++i)
     if (*op == kOps[i]) which = i;
   if (which == std::size(kOps)) return fail("unknown op '" + std::string(op->substr(0, 32)) + "'");
   e.op = static_cast<EntryOp>(which);
-  if (origin != nullptr) e.origin.assign(origin->substr(0, 128));
-  if (outbox != nullptr) e.outbox.assign(outbox->substr(0, 128));
+  e.kind.reset();
+  e.origin.assign(origin != nullptr ? origin->substr(0, 128) : std::string_view{});
+  e.outbox.assign(outbox != nullptr ? outbox->substr(0, 128) : std::string_view{});
   const bool single = e.op == EntryOp::kAdd || e.op == EntryOp::kDel;
   const bool multi = e.op == EntryOp::kBatch || e.op == EntryOp::kLoad;
   if ((rule != nullptr) != single) return fail(single ? "no 'rule' field" : "'rule' field on a " + std::string(*op));
   if ((changes != nullptr) != multi) return fail(multi ? "no 'changes' field" : "'changes' field on a " + std::string(*op));
   if (ttl != nullptr && e.op != EntryOp::kAdd) return fail("'ttl' field on a " + std::string(*op));
   if (kind != nullptr && e.op != EntryOp::kFlush) return fail("'kind' field on a " + std::string(*op));
-  std::string err;
   if (single) {
-    EntryChange c;
+    e.changes.resize(1);
+    EntryChange& c = e.changes[0];
     c.del = e.op == EntryOp::kDel;
-    if (!rule_of(*rule, &c.rule, &err)) return fail(err);
+    c.expiry_unix_ms = 0;
+    if (!rule_of(*rule, &c.rule, err)) return false;
     if (ttl != nullptr && (!number(*ttl, &c.expiry_unix_ms) || c.expiry_unix_ms == 0))
       return fail("ttl '" + std::string(ttl->substr(0, 32)) + "' is not an expiry time in Unix ms");
-    e.changes.push_back(std::move(c));
   } else if (multi) {
+    e.changes.clear();
     if (changes->size() > kMaxChangesBytes) return fail("'changes' longer than the limit");
-    if (!decode_lines(*changes, e.op == EntryOp::kLoad, 1, &e.changes, &err)) return fail("changes " + err);
+    std::string why;
+    if (!decode_lines(*changes, e.op == EntryOp::kLoad, 1, &e.changes, &why)) return fail("changes " + why);
     if (e.changes.empty()) return fail("'changes' holds no change");
-  } else if (kind != nullptr) {
-    e.kind = kind_from_name(*kind);
-    if (!e.kind) return fail("flush of an unknown kind '" + std::string(kind->substr(0, 32)) + "'");
+  } else {
+    e.changes.clear();
+    if (kind != nullptr) {
+      e.kind = kind_from_name(*kind);
+      if (!e.kind) return fail("flush of an unknown kind '" + std::string(kind->substr(0, 32)) + "'");
+    }
   }
-  return {std::move(e), {}};
+  return true;
 }
 
 constexpr std::string_view kSnapshotMagic = "cuckoogate-snapshot 1 ";

@@ -2,6 +2,9 @@
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
+#include <unistd.h>
+
+#include "cuckoogate/sync/tls_pipe.hpp"
 
 namespace cg::sync {
 namespace {
@@ -28,7 +31,85 @@ struct Argv {
   int argc() const { return static_cast<int>(ptr.size()); }
 };
 
+// FlatReply's reader functions: handles are a node's index + 1 (hiredis
+// takes NULL for out of memory). A throw must not cross hiredis' C frames.
+void* handle(FlatReply::Ref r) { return reinterpret_cast<void*>(static_cast<uintptr_t>(r) + 1); }
+FlatReply::Ref ref(const void* h) { return static_cast<FlatReply::Ref>(reinterpret_cast<uintptr_t>(h) - 1); }
+FlatReply* flat_of(const redisReadTask* t) { return static_cast<FlatReply*>(t->privdata); }
+FlatReply::Ref parent_of(const redisReadTask* t) {
+  return t->parent != nullptr ? ref(t->parent->obj) : FlatReply::kNone;
+}
+
+void* flat_string(const redisReadTask* t, char* s, size_t len) {
+  const FlatReply::Type type = t->type == REDIS_REPLY_ERROR    ? FlatReply::kError
+                               : t->type == REDIS_REPLY_STATUS ? FlatReply::kStatus
+                                                               : FlatReply::kString;
+  try {
+    return handle(flat_of(t)->add_string(type, s, len, parent_of(t), t->idx));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* flat_array(const redisReadTask* t, int n) {
+  try {
+    return handle(flat_of(t)->add({FlatReply::kArray, static_cast<uint32_t>(n), 0}, parent_of(t), t->idx));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* flat_integer(const redisReadTask* t, long long v) {
+  try {
+    return handle(flat_of(t)->add({FlatReply::kInteger, 0, static_cast<uint64_t>(v)}, parent_of(t), t->idx));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* flat_nil(const redisReadTask* t) {
+  try {
+    return handle(flat_of(t)->add({FlatReply::kNil, 0, 0}, parent_of(t), t->idx));
+  } catch (...) {
+    return nullptr;
+  }
+}
+void flat_free(void*) {}  // the FlatReply owns everything (hiredis calls this on errors)
+
+redisReplyObjectFunctions flat_functions = {flat_string, flat_array, flat_integer, flat_nil, flat_free};
+
 }  // namespace
+
+std::string_view FlatReply::str(Ref r) const noexcept {
+  const Type t = type(r);
+  if (t != kString && t != kStatus && t != kError) return {};
+  return {arena_.data() + nodes_[r].off, nodes_[r].n};
+}
+
+void FlatReply::clear() noexcept {
+  nodes_.clear();
+  kids_.clear();
+  arena_.clear();
+  root_ = kNone;
+  // One huge reply (a `load` entry of a million rules) should not pin its arena.
+  if (arena_.capacity() > (std::size_t{64} << 20)) arena_.shrink_to_fit();
+}
+
+FlatReply::Ref FlatReply::add(Node n, Ref parent, int idx) {
+  if (n.type == kArray) {
+    n.off = kids_.size();
+    kids_.resize(kids_.size() + n.n, kNone);
+  }
+  const Ref r = static_cast<Ref>(nodes_.size());
+  nodes_.push_back(n);
+  if (parent != kNone && parent < nodes_.size() && nodes_[parent].type == kArray && idx >= 0 &&
+      static_cast<uint32_t>(idx) < nodes_[parent].n)
+    kids_[nodes_[parent].off + static_cast<std::size_t>(idx)] = r;
+  return r;
+}
+
+FlatReply::Ref FlatReply::add_string(Type t, const char* s, std::size_t len, Ref parent, int idx) {
+  const std::size_t off = arena_.size();
+  arena_.append(s, len);
+  return add({t, static_cast<uint32_t>(len), off}, parent, idx);
+}
 
 void ReplyFree::operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 
@@ -51,13 +132,30 @@ long long reply_int(const redisReply* r) noexcept {
 std::unique_ptr<RedisConn> RedisConn::connect(const RedisUrl& url, std::chrono::milliseconds timeout,
                                               std::string* err) {
   const timeval tv = to_timeval(timeout);
-  redisContext* c = url.unix_path.empty() ? redisConnectWithTimeout(url.host.c_str(), url.port, tv)
-                                          : redisConnectUnixWithTimeout(url.unix_path.c_str(), tv);
+  std::unique_ptr<TlsPipe> tls;
+  redisContext* c = nullptr;
+  if (url.tls.on) {
+    if (!url.unix_path.empty()) {
+      *err = "TLS to a Unix socket is not supported (" + describe(url) + ")";
+      return nullptr;
+    }
+    tls = TlsPipe::open(url.host, url.port, url.tls, timeout, err);
+    if (!tls) {
+      *err = "cannot connect to " + describe(url) + ": " + *err;
+      return nullptr;
+    }
+    const int fd = tls->release_app_fd();
+    c = redisConnectFd(fd);
+    if (c == nullptr) ::close(fd);
+  } else {
+    c = url.unix_path.empty() ? redisConnectWithTimeout(url.host.c_str(), url.port, tv)
+                              : redisConnectUnixWithTimeout(url.unix_path.c_str(), tv);
+  }
   if (c == nullptr) {
     *err = "cannot allocate a redis context";
     return nullptr;
   }
-  std::unique_ptr<RedisConn> conn(new RedisConn(c));
+  std::unique_ptr<RedisConn> conn(new RedisConn(c, std::move(tls)));
   if (c->err != 0) {
     *err = "cannot connect to " + describe(url) + ": " + c->errstr;
     return nullptr;
@@ -68,7 +166,13 @@ std::unique_ptr<RedisConn> RedisConn::connect(const RedisUrl& url, std::chrono::
   }
   auto check = [&](const std::vector<std::string_view>& args, const char* what) {
     ReplyPtr r = conn->command(args, err);
-    if (!r) return false;
+    if (!r) {
+      *err = std::string(what) + " to " + describe(url) + " failed: " + *err;
+      // A TCP port that closes on a Redis command may be a TLS port.
+      if (!url.tls.on && url.unix_path.empty())
+        *err += " (if the server speaks TLS on this port: rediss:// or [sync] tls = true)";
+      return false;
+    }
     if (reply_is_error(r.get())) {
       *err = std::string(what) + " refused by " + describe(url) + ": " + std::string(reply_str(r.get()));
       return false;
@@ -81,8 +185,12 @@ std::unique_ptr<RedisConn> RedisConn::connect(const RedisUrl& url, std::chrono::
     if (!ok) return nullptr;
   }
   if (url.db != 0 && !check({"SELECT", std::to_string(url.db)}, "SELECT")) return nullptr;
+  if (!check({"PING"}, "PING")) return nullptr;
   return conn;
 }
+
+RedisConn::RedisConn(redisContext* c, std::unique_ptr<TlsPipe> tls)
+    : c_(c), tls_(std::move(tls)), default_functions_(c->reader != nullptr ? c->reader->fn : nullptr) {}
 
 RedisConn::~RedisConn() {
   if (c_ != nullptr) redisFree(c_);
@@ -91,6 +199,9 @@ RedisConn::~RedisConn() {
 bool RedisConn::fail(std::string* err) {
   broken_ = true;
   *err = c_->err != 0 ? std::string("redis: ") + c_->errstr : "redis: connection failed";
+  if (tls_) {  // the pipe says why it ended (its error is set before the EOF hiredis read)
+    if (const std::string why = tls_->error(); !why.empty()) *err += " (" + why + ")";
+  }
   return false;
 }
 
@@ -134,6 +245,44 @@ bool RedisConn::read_ready(ReplyPtr* out, std::string* err) {
   void* r = nullptr;
   if (redisGetReplyFromReader(c_, &r) != REDIS_OK) return fail(err);
   out->reset(static_cast<redisReply*>(r));
+  return true;
+}
+
+bool RedisConn::reply_flat(FlatReply* out, std::string* err) {
+  bool complete = false;
+  return read_flat(out, /*wait=*/true, &complete, err);
+}
+
+bool RedisConn::read_ready_flat(FlatReply* out, bool* complete, std::string* err) {
+  return read_flat(out, /*wait=*/false, complete, err);
+}
+
+bool RedisConn::read_flat(FlatReply* out, bool wait, bool* complete, std::string* err) {
+  *complete = false;
+  if (broken_) return fail(err);
+  redisReader* rd = c_->reader;
+  if (rd->ridx == -1 && rd->reply == nullptr) out->clear();  // a new reply starts
+  rd->fn = &flat_functions;
+  rd->privdata = out;
+  void* r = nullptr;
+  int rc = REDIS_OK;
+  if (wait) {
+    rc = redisGetReply(c_, &r);
+  } else {
+    rc = redisBufferRead(c_);  // includes EOF
+    if (rc == REDIS_OK) rc = redisGetReplyFromReader(c_, &r);
+  }
+  // Back to hiredis' own objects, unless a partial reply holds our handles
+  // (hiredis would free them with freeReplyObject).
+  if (rd->ridx == -1 && rd->reply == nullptr) {
+    rd->fn = default_functions_;
+    rd->privdata = nullptr;
+  }
+  if (rc != REDIS_OK || (wait && r == nullptr)) return fail(err);
+  if (r != nullptr) {
+    out->set_root(ref(r));
+    *complete = true;
+  }
   return true;
 }
 

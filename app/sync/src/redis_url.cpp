@@ -56,12 +56,10 @@ RedisUrlParse parse_redis_url(std::string_view text) {
     return bad("redis URL '" + std::string(text) + "' has no scheme (redis://host:port/db or unix:///path)");
   const std::string_view scheme = text.substr(0, colon);
   std::string_view rest = text.substr(colon + 3);
-  if (scheme == "rediss")
-    return bad("rediss:// (TLS) is not supported: Debian 12's hiredis 0.14 has no TLS; "
-               "use a Unix socket or a TLS tunnel (docs/sync.md)");
-  if (scheme != "redis" && scheme != "unix")
-    return bad("redis URL scheme '" + std::string(scheme) + "' is not redis or unix");
+  if (scheme != "redis" && scheme != "rediss" && scheme != "unix")
+    return bad("redis URL scheme '" + std::string(scheme) + "' is not redis, rediss or unix");
   RedisUrl u;
+  u.tls.on = scheme == "rediss";
   // Credentials: everything before the last '@' of the authority (for unix:
   // before the path's leading '/').
   const std::size_t auth_end = scheme == "unix" ? rest.find('/') : rest.find_first_of("/?");
@@ -126,7 +124,7 @@ RedisUrlParse parse_redis_url(std::string_view text) {
 }
 
 std::string describe(const RedisUrl& u) {
-  std::string s = u.unix_path.empty() ? "redis://" : "unix://";
+  std::string s = !u.unix_path.empty() ? "unix://" : u.tls.on ? "rediss://" : "redis://";
   if (!u.user.empty()) s += u.user + "@";
   else if (!u.password.empty()) s += "***@";
   if (!u.unix_path.empty()) {

@@ -7,23 +7,26 @@
 namespace cg::sync {
 namespace {
 
-// Fields of one stream entry ([id, [f1, v1, f2, v2, ...]]); false if the
-// entry is not shaped like one (then it is skipped as garbage).
-bool entry_fields(const redisReply* e, FieldViews* f) {
-  const redisReply* kv = reply_at(e, 1);
+// Fields of one stream entry ([id, [f1, v1, f2, v2, ...]]), as views into
+// the page; false if the entry is not shaped like one (then it is skipped as
+// garbage).
+bool entry_fields(const FlatReply& p, FlatReply::Ref e, FieldViews* f) {
+  const FlatReply::Ref kv = p.at(e, 1);
   f->clear();
-  if (kv == nullptr || reply_size(kv) % 2 != 0) return false;
-  for (std::size_t i = 0; i + 1 < reply_size(kv); i += 2)
-    f->emplace_back(reply_str(reply_at(kv, i)), reply_str(reply_at(kv, i + 1)));
+  if (!p.is_array(kv) || p.size(kv) % 2 != 0) return false;
+  for (std::size_t i = 0; i + 1 < p.size(kv); i += 2) f->emplace_back(p.str(p.at(kv, i)), p.str(p.at(kv, i + 1)));
   return true;
 }
 
+// The entries of an XREAD reply on one stream: [[stream, [entry, ...]]].
+FlatReply::Ref page_entries(const FlatReply& p) { return p.at(p.at(p.root(), 0), 1); }
+
 // The ID of the last entry of an XREAD reply (nullopt: none, or not an ID).
-std::optional<StreamId> last_id(const redisReply* r) {
-  const redisReply* entries = reply_at(reply_at(r, 0), 1);
-  const std::size_t n = reply_size(entries);
+std::optional<StreamId> last_id(const FlatReply& p) {
+  const FlatReply::Ref entries = page_entries(p);
+  const std::size_t n = p.size(entries);
   if (n == 0) return std::nullopt;
-  return StreamId::parse(reply_str(reply_at(reply_at(entries, n - 1), 0)));
+  return StreamId::parse(p.str(p.at(p.at(entries, n - 1), 0)));
 }
 
 // A field of a flat XINFO-style [name, value, ...] reply.
@@ -105,65 +108,67 @@ bool StreamSync::send_follow(std::string* err) {
 
 void StreamSync::on_readable() {
   if (!follow_) return;
-  ReplyPtr r;
   std::string err;
-  if (!follow_->read_ready(&r, &err)) {
+  bool complete = false;
+  if (!follow_->read_ready_flat(&follow_page_, &complete, &err)) {
     disconnect(err);
     return;
   }
-  if (!r) return;  // partial reply: more to come
-  if (reply_is_error(r.get())) {
-    disconnect("XREAD: " + std::string(reply_str(r.get())));
+  if (!complete) return;  // partial reply: more to come
+  if (follow_page_.is_error(follow_page_.root())) {
+    disconnect("XREAD: " + std::string(follow_page_.str(follow_page_.root())));
     return;
   }
   std::size_t n = 0;
-  if (!apply_reply(r.get(), &n, &err) || !send_follow(&err)) disconnect(err);
+  if (!apply_page(follow_page_, &n, &err) || !send_follow(&err)) disconnect(err);
 }
 
-// [[stream, [[id, fields], ...]]] (nil when XREAD found nothing).
-bool StreamSync::apply_reply(const redisReply* r, std::size_t* n, std::string* err) {
+// [[stream, [[id, fields], ...]]] (nil when XREAD found nothing). The
+// entries are decoded into decoded_, whose Entry objects (and their vectors
+// and strings) are reused from page to page, and go to the Applier as one
+// call (in the gateway: one Blocklist::apply and one journal sync for every
+// run of add/del entries).
+bool StreamSync::apply_page(const FlatReply& p, std::size_t* n, std::string* err) {
   *n = 0;
-  if (reply_is_nil(r)) return true;
-  const redisReply* entries = reply_at(reply_at(r, 0), 1);
-  const std::size_t count = reply_size(entries);
+  if (p.is_nil(p.root())) return true;
+  const FlatReply::Ref entries = page_entries(p);
+  const std::size_t count = p.size(entries);
   *n = count;
-  std::vector<Entry> decoded;
-  std::vector<Received> batch;
-  decoded.reserve(count);
-  batch.reserve(count);
-  std::vector<bool> ok;
-  ok.reserve(count);
-  FieldViews f;
+  if (decoded_.size() < count) decoded_.resize(count);
+  batch_.clear();
+  batch_.reserve(count);
+  std::size_t k = 0;  // decoded_ in use
+  std::string why;
   for (std::size_t i = 0; i < count; ++i) {
-    const redisReply* e = reply_at(entries, i);
-    const std::optional<StreamId> id = StreamId::parse(reply_str(reply_at(e, 0)));
+    const FlatReply::Ref e = p.at(entries, i);
+    const std::optional<StreamId> id = StreamId::parse(p.str(p.at(e, 0)));
     if (!id) {
       *err = "XREAD: an entry without a stream id";
       return false;
     }
     if (*id <= stats_.last_applied) continue;  // applied already (read by the other connection)
-    EntryDecode d;
-    if (entry_fields(e, &f)) d = decode_entry_views(f);
-    if (!d.entry && d.error.empty()) d.error = "entry is not [id, fields]";
-    batch.push_back({*id, nullptr});
-    ok.push_back(d.entry.has_value());
-    if (d.entry) {
-      decoded.push_back(std::move(*d.entry));
+    bool ok = entry_fields(p, e, &fields_);
+    if (!ok) why = "entry is not [id, fields]";
+    else ok = decode_entry_into(fields_, &decoded_[k], &why);
+    if (ok) {
+      batch_.push_back({*id, &decoded_[k++]});
     } else {
+      batch_.push_back({*id, nullptr});
       ++stats_.garbage;
-      stats_.last_error = "entry " + id->str() + " skipped: " + d.error;
+      stats_.last_error = "entry " + id->str() + " skipped: " + why;
     }
   }
-  if (batch.empty()) return true;
-  for (std::size_t i = 0, k = 0; i < batch.size(); ++i)
-    if (ok[i]) batch[i].entry = &decoded[k++];
-  if (!a_.apply(batch, err)) {
+  if (batch_.empty()) return true;
+  if (!a_.apply(batch_, err)) {
     local_failed_ = true;
     *err = "the local state could not be written, sync stopped: " + *err;
     return false;
   }
-  stats_.applied += batch.size();
-  stats_.last_applied = batch.back().id;
+  stats_.applied += batch_.size();
+  stats_.last_applied = batch_.back().id;
+  // A page with a huge entry (a `load` of many rules) should not pin its memory.
+  for (std::size_t i = 0; i < k; ++i)
+    if (decoded_[i].changes.capacity() > 4096) decoded_[i] = Entry{};
   return true;
 }
 
@@ -180,21 +185,22 @@ bool StreamSync::catch_up(const StreamId* target, std::string* err) {
   if (target != nullptr && *target <= stats_.last_applied) return true;
   if (!xread(stats_.last_applied)) return false;
   for (;;) {
-    ReplyPtr r = pub_->reply(err);
-    if (!r) return false;
-    if (reply_is_error(r.get())) {
-      *err = "XREAD: " + std::string(reply_str(r.get()));
+    if (!pub_->reply_flat(&page_, err)) return false;
+    if (page_.is_error(page_.root())) {
+      *err = "XREAD: " + std::string(page_.str(page_.root()));
       return false;
     }
-    const std::optional<StreamId> last = last_id(r.get());
-    const std::size_t n = reply_size(reply_at(reply_at(r.get(), 0), 1));
-    // More to read: a full page that does not reach the target yet.
+    const std::optional<StreamId> last = last_id(page_);
+    const std::size_t n = page_.size(page_entries(page_));
+    // More to read: a full page that does not reach the target yet. Its
+    // XREAD goes out before this page is applied, so Redis builds the next
+    // page while this thread applies this one.
     const bool more = last && n >= o_.catch_up_count && (target == nullptr || *last < *target);
     if (more && !xread(*last)) return false;
     std::size_t applied = 0;
-    if (!apply_reply(r.get(), &applied, err)) {
+    if (!apply_page(page_, &applied, err)) {
       std::string ignored;  // the pipelined page: read and dropped, the connection stays in step
-      if (more) pub_->reply(&ignored);
+      if (more) pub_->reply_flat(&page_, &ignored);
       return false;
     }
     if (more) continue;

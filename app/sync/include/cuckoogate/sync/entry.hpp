@@ -64,6 +64,11 @@ EntryDecode decode_entry(const Fields& fields);
 // The same over views into a reply (no copy of the field texts).
 using FieldViews = std::vector<std::pair<std::string_view, std::string_view>>;
 EntryDecode decode_entry_views(const FieldViews& fields);
+// The same into *out, whose storage (the changes vector, the strings) is
+// reused: a reader decoding page after page allocates nothing per entry for
+// address rules. false and *err (why) when the entry does not decode; *out
+// is then unspecified (decode into it again before use).
+bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err);
 
 // The snapshot of a whole rule set at a stream ID, as a Redis string:
 // "cuckoogate-snapshot 1 <stream id>\n" then one change line per rule

@@ -129,7 +129,7 @@ class StreamSync {
   void disconnect(const std::string& why);
   bool rebuild_if_trimmed(std::string* err);
   bool catch_up(const StreamId* target, std::string* err);  // nullptr: to the end
-  bool apply_reply(const redisReply* r, std::size_t* n, std::string* err);
+  bool apply_page(const FlatReply& p, std::size_t* n, std::string* err);
   bool send_follow(std::string* err);
   bool append(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err);
   bool append_outbox(std::string* err);
@@ -144,6 +144,12 @@ class StreamSync {
   Clock::time_point next_snapshot_{};
   Clock::time_point next_lag_{};
   bool local_failed_ = false;  // the Applier failed: stop (the journal is read-only)
+  // Reused from page to page (no allocation per entry once grown): the
+  // catch-up's and the follower's replies, the decoded entries, the batch.
+  FlatReply page_, follow_page_;
+  std::vector<Entry> decoded_;
+  std::vector<Received> batch_;
+  FieldViews fields_;
 };
 
 }  // namespace cg::sync
