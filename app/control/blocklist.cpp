@@ -432,48 +432,79 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
 
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std::string_view set) {
   BatchResult res;
-  std::vector<const Rule*> fresh;
-  std::vector<std::string> orders;
-  // Views into `orders`, which is reserved up front and so never reallocates.
-  std::unordered_set<std::string_view> seen;
-  fresh.reserve(rules.size());
-  orders.reserve(rules.size());
-  seen.reserve(rules.size());
-  // Present rules that have an expiry: this add makes them permanent (the
-  // latest add defines the lifetime). Their lookup entries stay as they are.
-  std::vector<std::string> refresh;
-  for (const Rule& r : rules) {
-    std::string order = rule_order_key(r);
-    if (const auto m = store_->get(order)) {  // one search, present or not
-      // Repeats inside the batch reach the store twice: it reports exists.
-      if (m->expiry_unix_ms != 0) refresh.push_back(std::move(order));
-      else ++res.existed;
-      continue;
-    }
-    orders.push_back(std::move(order));
-    if (!seen.insert(orders.back()).second) {
-      orders.pop_back();
+  const std::size_t n = rules.size();
+  // Every rule's order key in one buffer (no string per rule), then the rules
+  // in key order, sorted once: duplicates become neighbours (the first in the
+  // input wins: ties by position), the store's searches share their path, and
+  // the store gets the batch already sorted (it does not sort again).
+  std::string keys;
+  std::vector<std::size_t> key_at(n + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    key_at[i] = keys.size();
+    append_rule_order_key(rules[i], &keys);
+  }
+  key_at[n] = keys.size();
+  const auto key = [&](std::size_t i) { return std::string_view(keys).substr(key_at[i], key_at[i + 1] - key_at[i]); };
+  // The first 8 key bytes as a big-endian number order like the keys when
+  // they differ: most comparisons end there.
+  struct Item {
+    uint64_t prefix;
+    uint32_t i;
+  };
+  std::vector<Item> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string_view k = key(i);
+    uint64_t p = 0;
+    for (std::size_t b = 0; b < 8; ++b) p = (p << 8) | (b < k.size() ? static_cast<unsigned char>(k[b]) : 0u);
+    sorted[i] = {p, static_cast<uint32_t>(i)};
+  }
+  std::sort(sorted.begin(), sorted.end(), [&](const Item& a, const Item& b) {
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    const int c = key(a.i).compare(key(b.i));
+    return c != 0 ? c < 0 : a.i < b.i;
+  });
+  // In key order: the new rules (fresh), and the store's requests, which
+  // also hold present rules that have an expiry: this add makes them
+  // permanent (the latest add defines the lifetime); their lookup entries
+  // stay as they are.
+  std::vector<uint32_t> fresh;
+  std::vector<std::size_t> fresh_req;  // fresh[j]'s index in reqs
+  std::vector<store::RuleStore::AddRequest> reqs;
+  fresh.reserve(n);
+  fresh_req.reserve(n);
+  reqs.reserve(n);
+  const std::string_view store_set = store_set_name(set);
+  std::string_view prev;
+  bool have_prev = false;
+  for (const Item& it : sorted) {
+    const std::string_view k = key(it.i);
+    if (have_prev && k == prev) {  // a repeat inside the batch
       ++res.existed;
       continue;
     }
-    fresh.push_back(&r);
+    prev = k;
+    have_prev = true;
+    if (const auto m = store_->get(k)) {  // one search, present or not
+      if (m->expiry_unix_ms != 0) reqs.push_back({k, {}, 0, {}});
+      else ++res.existed;
+      continue;
+    }
+    fresh.push_back(it.i);
+    fresh_req.push_back(reqs.size());
+    reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
   }
+  std::vector<Item>().swap(sorted);
   auto rollback = [&](std::size_t upto) {
-    for (std::size_t i = 0; i < upto; ++i) remove_lookup(*fresh[i]);
+    for (std::size_t j = 0; j < upto; ++j) remove_lookup(rules[fresh[j]]);
   };
   const PendingScope pending(pending_);
   if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
-  for (std::size_t i = 0; i < fresh.size(); ++i) {
-    if (!insert_lookup(*fresh[i])) {
-      rollback(i);
+  for (std::size_t j = 0; j < fresh.size(); ++j) {
+    if (!insert_lookup(rules[fresh[j]])) {
+      rollback(j);
       return {0, 0, 0, Result::kFull};
     }
   }
-  std::vector<store::RuleStore::AddRequest> reqs;
-  reqs.reserve(fresh.size());
-  // No text: the order key is the rule (rule_from_order_key).
-  for (std::size_t i = 0; i < fresh.size(); ++i) reqs.push_back({orders[i], {}, 0, store_set_name(set)});
-  for (const std::string& order : refresh) reqs.push_back({order, {}, 0, {}});
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
   if (!st.ok()) {
@@ -483,16 +514,20 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
   }
   // The store may refuse single entries (e.g. an oversized record): those must
   // not stay in the lookup structures either.
-  for (std::size_t i = 0; i < fresh.size(); ++i) {
-    if (results[i] == store::Errc::ok) {
-      ++res.added;
+  std::size_t j = 0;
+  for (std::size_t q = 0; q < reqs.size(); ++q) {
+    if (j < fresh.size() && fresh_req[j] == q) {
+      if (results[q] == store::Errc::ok) {
+        ++res.added;
+      } else {
+        remove_lookup(rules[fresh[j]]);
+        ++res.existed;
+      }
+      ++j;
     } else {
-      remove_lookup(*fresh[i]);
-      ++res.existed;
+      ++(results[q] == store::Errc::updated ? res.updated : res.existed);
     }
   }
-  for (std::size_t i = fresh.size(); i < reqs.size(); ++i)
-    ++(results[i] == store::Errc::updated ? res.updated : res.existed);
   return res;
 }
 

@@ -126,7 +126,14 @@ std::optional<Rule> rule_from_key(const void* data, std::size_t len) {
 }
 
 std::string rule_order_key(const Rule& r) {
-  std::string s(1, static_cast<char>(r.kind));
+  std::string s;
+  append_rule_order_key(r, &s);
+  return s;
+}
+
+void append_rule_order_key(const Rule& r, std::string* out) {
+  std::string& s = *out;
+  s += static_cast<char>(r.kind);
   auto addr = [&](const IpAddr& a) {
     s += static_cast<char>(a.family);
     s.append(reinterpret_cast<const char*>(a.bytes.data()), a.size());
@@ -174,7 +181,6 @@ std::string rule_order_key(const Rule& r) {
       break;
     }
   }
-  return s;
 }
 
 std::optional<Rule> rule_from_order_key(std::string_view key) {

@@ -19,17 +19,29 @@ T get(const char* p) {
 }
 }  // namespace
 
+namespace {
+void encode_parts(RecordOp op, std::uint64_t id, std::int64_t added, std::int64_t expiry, std::string_view key,
+                  std::string_view set, std::string_view text, std::string* out) {
+  out->push_back(static_cast<char>(op));
+  out->push_back(set.empty() ? 1 : 2);  // version: 1 is what readers before sets understand
+  put<std::uint16_t>(out, static_cast<std::uint16_t>(set.size()));
+  put<std::uint32_t>(out, static_cast<std::uint32_t>(key.size()));
+  put<std::uint64_t>(out, id);
+  put<std::int64_t>(out, added);
+  put<std::int64_t>(out, expiry);
+  out->append(key);
+  out->append(set);
+  out->append(text);
+}
+}  // namespace
+
 void encode_record(const StoreRecord& r, std::string* out) {
-  out->push_back(static_cast<char>(r.op));
-  out->push_back(r.set.empty() ? 1 : 2);  // version: 1 is what readers before sets understand
-  put<std::uint16_t>(out, static_cast<std::uint16_t>(r.set.size()));
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(r.key.size()));
-  put<std::uint64_t>(out, r.id);
-  put<std::int64_t>(out, r.added_unix_ms);
-  put<std::int64_t>(out, r.expiry_unix_ms);
-  out->append(r.key);
-  out->append(r.set);
-  out->append(r.text);
+  encode_parts(r.op, r.id, r.added_unix_ms, r.expiry_unix_ms, r.key, r.set, r.text, out);
+}
+
+void encode_add_record(std::uint64_t id, std::int64_t added_unix_ms, std::int64_t expiry_unix_ms,
+                       std::string_view key, std::string_view set, std::string_view text, std::string* out) {
+  encode_parts(RecordOp::add, id, added_unix_ms, expiry_unix_ms, key, set, text, out);
 }
 
 bool decode_record(std::string_view p, StoreRecord* r) {

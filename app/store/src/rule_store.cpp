@@ -223,7 +223,7 @@ Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
 
 }  // namespace
 
-void RuleStore::apply_in_memory(StoreRecord&& r, bool known_absent) {
+void RuleStore::apply_in_memory(StoreRecord&& r) {
   if (r.op == RecordOp::txn || r.op == RecordOp::txn_abort) return;  // journal framing only
   if (r.op == RecordOp::mark) {
     std::lock_guard m(marks_mu_);
@@ -240,7 +240,7 @@ void RuleStore::apply_in_memory(StoreRecord&& r, bool known_absent) {
   // store run on the control thread or in tests; between the erase and the
   // insert a concurrent reader may see the key absent for a moment.
   RuleMeta old;
-  if (!known_absent && rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
+  if (rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
     ttl_.cancel(old.expiry_unix_ms, r.key);
   if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
   rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
@@ -288,19 +288,28 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   // Work in key order: consecutive skip-list searches then share their path
   // (a large random-order bulk load is otherwise bound by cache misses), and
   // duplicates inside the batch become neighbours (stable: the first wins).
-  std::vector<std::size_t> order(reqs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (reqs.size() > 1) {
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return reqs[a].key < reqs[b].key; });
-  }
+  // A batch that arrives sorted (Blocklist::add_batch sorts its own) is not
+  // sorted again.
+  std::vector<std::uint32_t> order;
+  const auto by_key = [&](std::uint32_t a, std::uint32_t b) { return reqs[a].key < reqs[b].key; };
+  order.resize(reqs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  if (reqs.size() > 1 && !std::is_sorted(order.begin(), order.end(), by_key))
+    std::stable_sort(order.begin(), order.end(), by_key);
+  // One entry per record to write, in key order. A new rule's record is
+  // encoded straight from its request (no StoreRecord, no copied strings);
+  // a present rule whose lifetime changes (rare) keeps a StoreRecord.
+  struct Entry {
+    std::uint32_t req;
+    std::int32_t rec;  // -1: a new rule; else its index in `recs`
+    std::uint64_t id;
+  };
+  std::vector<Entry> entries;
   std::vector<StoreRecord> recs;
-  std::vector<std::size_t> which;
-  recs.reserve(reqs.size());
-  which.reserve(reqs.size());
+  entries.reserve(reqs.size());
   std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
   const AddRequest* prev = nullptr;
-  for (std::size_t i : order) {
+  for (const std::uint32_t i : order) {
     const AddRequest& q = reqs[i];
     if (!add_is_valid(q.key, q.text, q.ttl_ms)) {
       (*results)[i] = Errc::invalid_argument;
@@ -313,32 +322,61 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
     prev = &q;
     // One search: find() of an absent key costs what contains() does.
     const std::optional<RuleMeta> present = rules_.find(q.key);
-    if (present) {
-      if (add_onto_present(*present, q.ttl_ms) == Errc::exists) {
-        (*results)[i] = Errc::exists;
-        continue;
-      }
-      (*results)[i] = Errc::updated;
+    if (!present) {
+      entries.push_back({i, -1, next_id++});
+      continue;
     }
-    recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present ? &*present : nullptr,
-                              present ? set_name(present->set_id) : std::string(q.set), &next_id));
-    which.push_back(i);
+    if (add_onto_present(*present, q.ttl_ms) == Errc::exists) {
+      (*results)[i] = Errc::exists;
+      continue;
+    }
+    (*results)[i] = Errc::updated;
+    recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &*present, set_name(present->set_id), &next_id));
+    entries.push_back({i, static_cast<std::int32_t>(recs.size() - 1), recs.back().id});
   }
-  if (Status s = append_and_sync(recs); !s.ok()) {
-    for (std::size_t i : which) (*results)[i] = Errc::io_error;
-    return s;
+  Status st = Status::Ok();
+  if (log_ && !entries.empty()) {
+    std::string payload;
+    for (const Entry& e : entries) {
+      payload.clear();
+      if (e.rec >= 0) {
+        encode_record(recs[static_cast<std::size_t>(e.rec)], &payload);
+      } else {
+        const AddRequest& q = reqs[e.req];
+        encode_add_record(e.id, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, &payload);
+      }
+      if (st = log_->append(payload); !st.ok()) break;
+    }
+    if (st.ok()) st = log_->sync();
+    if (!st.ok()) {
+      failed_ = true;
+      for (const Entry& e : entries) (*results)[e.req] = Errc::io_error;
+      return st;
+    }
+    note_synced();
   }
   if (!log_) mem_seq_ = next_id - 1;
-  for (std::size_t j = 0; j < recs.size(); ++j) {
-    // ok: the key was absent when looked up above, and every mutation holds
+  std::string_view last_set;
+  std::uint32_t last_set_id = intern_set(last_set);
+  for (const Entry& e : entries) {
+    if (e.rec >= 0) {
+      apply_in_memory(std::move(recs[static_cast<std::size_t>(e.rec)]));
+      continue;
+    }
+    // The key was absent when looked up above, and every mutation holds
     // write_mu_, so it still is: no erase (a skip-list search) before the insert.
-    const bool absent = (*results)[which[j]] == Errc::ok;
-    if (first_added != nullptr && absent) {
-      *first_added = RuleMeta{recs[j].id, recs[j].added_unix_ms, recs[j].expiry_unix_ms, recs[j].text,
-                              intern_set(recs[j].set)};
+    const AddRequest& q = reqs[e.req];
+    if (q.set != last_set) {
+      last_set = q.set;
+      last_set_id = intern_set(q.set);
+    }
+    const std::int64_t expiry = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
+    if (first_added != nullptr) {
+      *first_added = RuleMeta{e.id, now, expiry, q.text, last_set_id};
       first_added = nullptr;
     }
-    apply_in_memory(std::move(recs[j]), absent);
+    if (expiry != 0) ttl_.schedule(expiry, q.key);
+    rules_.insert(q.key, RuleMeta{e.id, now, expiry, q.text, last_set_id});
   }
   return Status::Ok();
 }

@@ -135,6 +135,8 @@ std::optional<Rule> rule_from_key(const void* data, std::size_t len);
 // addresses numerically (family, then big-endian bytes), host names compared
 // label by label from the top-level domain, urls bytewise. See docs/rules.md.
 std::string rule_order_key(const Rule&);
+// The same bytes appended to *out (a bulk load keeps every key in one buffer).
+void append_rule_order_key(const Rule&, std::string* out);
 // Inverse of rule_order_key(): the rule whose listing-order key `key` is, or
 // nullopt when the bytes are not one rule_order_key() produces. The rule
 // store keeps only this key per rule; the rule (and its canonical text,

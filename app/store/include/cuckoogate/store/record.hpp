@@ -48,6 +48,10 @@ inline constexpr std::size_t kStoreRecordFixed = 32;
 
 // Appends the encoding of r to out.
 void encode_record(const StoreRecord& r, std::string* out);
+// Appends the encoding of an add record made of these parts (what
+// encode_record writes for it), without building a StoreRecord.
+void encode_add_record(std::uint64_t id, std::int64_t added_unix_ms, std::int64_t expiry_unix_ms,
+                       std::string_view key, std::string_view set, std::string_view text, std::string* out);
 // False (and r unspecified) if payload is not a well-formed record.
 bool decode_record(std::string_view payload, StoreRecord* r);
 

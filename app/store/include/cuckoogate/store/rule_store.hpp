@@ -233,9 +233,8 @@ class RuleStore {
                   RuleMeta* first_added);
   Status append_and_sync(const std::vector<StoreRecord>& recs);
   void note_synced();
-  // After the record is durable. known_absent: an add whose key the caller
-  // found absent under write_mu_ (skips the erase that replaces a present rule).
-  void apply_in_memory(StoreRecord&& r, bool known_absent = false);
+  // After the record is durable (an add replaces a present rule).
+  void apply_in_memory(StoreRecord&& r);
   void apply_replay(std::string_view payload, Status* error);
   void replay_record(StoreRecord&& r);
   std::uint32_t intern_set(std::string_view name);

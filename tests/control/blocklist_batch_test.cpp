@@ -1,0 +1,141 @@
+// Blocklist::add_batch, the bulk `load` path (issue 12, item 4), in process
+// (EAL for the lookup tables' memory, no ports). The batch is sorted once by
+// order key and de-duplicated as neighbours; these tests pin what that must
+// keep: the counts of added / existed / updated rules with repeats in any
+// order, present rules and present rules with an expiry, every rule in the
+// store, the exact set and the filter, listed with its canonical text, and
+// the same state after a restart from the journal.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "control/blocklist.hpp"
+#include "eal_test_main.hpp"
+
+namespace cg {
+namespace {
+
+std::string g_dir;
+
+Rule R(const std::string& text) {
+  RuleParse p = parse_rule(text);
+  EXPECT_TRUE(p.rule) << text;
+  return p.rule.value_or(Rule{});
+}
+
+std::unique_ptr<Blocklist> open(const std::string& name, const std::string& state, std::size_t capacity = 4096) {
+  Blocklist::Options o;
+  o.capacity = capacity;
+  o.name = name;
+  o.state_dir = state;
+  std::string err;
+  auto b = Blocklist::create(o, &err);
+  EXPECT_NE(b, nullptr) << err;
+  return b;
+}
+
+std::vector<std::string> listed(const Blocklist& b) {
+  std::vector<std::string> out;
+  b.for_each(std::nullopt, "", [&](std::string_view t, int64_t) { out.emplace_back(t); });
+  return out;
+}
+
+// Every kind, both families, prefixes, names whose keys share long prefixes.
+std::vector<std::string> mixed(std::size_t n) {
+  std::vector<std::string> t;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string a = "10." + std::to_string(i / 65536 % 256) + "." + std::to_string(i / 256 % 256) + "." +
+                          std::to_string(i % 256);
+    switch (i % 9) {
+      case 0: t.push_back("src " + a); break;
+      case 1: t.push_back("dst " + a); break;
+      case 2: t.push_back("ip 2001:db8::" + std::to_string(i % 10000)); break;
+      case 3: t.push_back("flow tcp " + a + ":1000 10.9.9.9:80"); break;
+      case 4: t.push_back("service udp " + a + ":53"); break;
+      case 5: t.push_back("host h" + std::to_string(i) + ".example.net"); break;
+      case 6: t.push_back("url example.org/p/" + std::to_string(i)); break;
+      case 7: t.push_back("src 10." + std::to_string(i % 256) + ".0.0/16"); break;
+      default: t.push_back("host example.net"); break;  // the same rule many times
+    }
+  }
+  return t;
+}
+
+TEST(BlocklistBatch, RepeatsInAnyOrderCountOnceAndTheFirstWins) {
+  const std::string state = g_dir + "/repeats";
+  auto b = open("bb1", state);
+  ASSERT_NE(b, nullptr);
+  std::vector<std::string> texts = mixed(3000);
+  std::mt19937 rng(7);
+  std::shuffle(texts.begin(), texts.end(), rng);
+  std::vector<Rule> rules;
+  for (const auto& t : texts) rules.push_back(R(t));
+  // The canonical set: what separate adds would leave.
+  std::vector<std::string> want;
+  for (const Rule& r : rules) want.push_back(format_rule(r));
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+
+  const Blocklist::BatchResult res = b->add_batch(rules, "feed");
+  ASSERT_EQ(res.result, Blocklist::Result::kOk);
+  EXPECT_EQ(res.added, want.size());
+  EXPECT_EQ(res.existed, rules.size() - want.size());
+  EXPECT_EQ(res.updated, 0u);
+  EXPECT_EQ(b->size(), want.size());
+  for (const Rule& r : rules) ASSERT_TRUE(b->contains(r)) << format_rule(r);
+  std::vector<std::string> got = listed(*b);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(b->exact().size(), want.size());
+  const auto counts = b->set_counts();
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0], (std::pair<std::string, std::size_t>("feed", want.size())));
+
+  // A second load of the same rules adds nothing; the listing is unchanged.
+  std::shuffle(rules.begin(), rules.end(), rng);
+  const Blocklist::BatchResult again = b->add_batch(rules);
+  EXPECT_EQ(again.added, 0u);
+  EXPECT_EQ(again.existed, rules.size());
+  EXPECT_EQ(b->size(), want.size());
+
+  // A restart restores exactly this from the journal (keys only, no texts).
+  b.reset();
+  b = open("bb1r", state);
+  ASSERT_NE(b, nullptr);
+  got = listed(*b);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(b->exact().size(), want.size());
+  for (const Rule& r : rules) ASSERT_TRUE(b->contains(r)) << format_rule(r);
+}
+
+TEST(BlocklistBatch, PresentRulesWithAnExpiryBecomePermanentOthersExist) {
+  const std::string state = g_dir + "/present";
+  auto b = open("bb2", state);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->add(R("host b.example"), 60000), Blocklist::Result::kOk);  // expires
+  ASSERT_EQ(b->add(R("src 10.0.0.2")), Blocklist::Result::kOk);           // permanent
+  const std::vector<Rule> batch = {R("src 10.0.0.3"), R("host b.example"), R("src 10.0.0.2"),
+                                   R("src 10.0.0.1"), R("host b.example"), R("src 10.0.0.3"),
+                                   R("url a.example/x")};
+  const Blocklist::BatchResult res = b->add_batch(batch);
+  ASSERT_EQ(res.result, Blocklist::Result::kOk);
+  EXPECT_EQ(res.added, 3u);    // 10.0.0.3, 10.0.0.1, the url
+  EXPECT_EQ(res.updated, 1u);  // host b.example: now permanent
+  EXPECT_EQ(res.existed, 3u);  // 10.0.0.2, and the repeats of host b.example and 10.0.0.3
+  EXPECT_EQ(b->size(), 5u);
+  EXPECT_FALSE(b->ms_to_next_expiry().has_value());
+  const std::vector<std::string> want = {"src 10.0.0.1", "src 10.0.0.2", "src 10.0.0.3", "url a.example/x",
+                                         "host b.example"};
+  EXPECT_EQ(listed(*b), want);  // listing order: kind, then the key
+}
+
+}  // namespace
+}  // namespace cg
+
+int main(int argc, char** argv) { return cg::test::run_eal_tests(argc, argv, "blocklist_batch", &cg::g_dir); }
