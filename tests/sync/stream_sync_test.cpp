@@ -24,8 +24,10 @@ struct MapApplier : Applier {
   StreamId last;        // the "durable" last applied ID
   uint64_t entries = 0; // entries applied (garbage excluded)
   bool fail_next = false;
+  std::vector<std::size_t> calls;  // entries per apply() call
 
   bool apply(std::span<const Received> in, std::string* err) override {
+    calls.push_back(in.size());
     if (fail_next) {
       *err = "disk full";
       return false;
@@ -176,6 +178,32 @@ TEST_F(StreamSyncTest, RestartResumesAfterTheLastAppliedId) {
   ASSERT_TRUE(serve_until({&b2}, [&] { return mb.last == ids[1]; }));
   EXPECT_EQ(mb.entries - applied_before, 2u);
   EXPECT_EQ(mb.rules, ma.rules);
+}
+
+// A restarted gateway far behind reads small pages (pipelined) but applies
+// them in large batches: one Applier call (one journal sync) per
+// apply_batch entries, in order, each entry once, garbage counted.
+TEST_F(StreamSyncTest, CatchUpAppliesPagesInLargeBatches) {
+  MapApplier ma;
+  StreamSync a(options("a"), ma, {});
+  ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
+  std::vector<Entry> many;
+  for (int i = 0; i < 25000; ++i) many.push_back(add("src 10.7." + std::to_string(i / 250) + "." + std::to_string(i % 250)));
+  std::vector<StreamId> ids = publish_ok(a, many);
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "nonsense"});
+  ids = publish_ok(a, {del("src 10.7.0.0")});
+  MapApplier mb;
+  SyncOptions o = options("b");
+  o.catch_up_count = 1000;
+  o.apply_batch = 10000;
+  StreamSync b(o, mb, {});
+  ASSERT_TRUE(serve_until({&b}, [&] { return b.connected(); })) << b.stats().last_error;
+  EXPECT_EQ(mb.last, ids[0]);
+  EXPECT_EQ(mb.calls, (std::vector<std::size_t>{10000, 10000, 5002}));  // 27 pages
+  EXPECT_EQ(b.stats().applied, 25002u);
+  EXPECT_EQ(b.stats().garbage, 1u);
+  EXPECT_EQ(mb.rules, ma.rules);
+  EXPECT_EQ(mb.rules.size(), 24999u);
 }
 
 TEST_F(StreamSyncTest, TrimmedPastOurIdRebuildsFromTheSnapshot) {

@@ -123,21 +123,25 @@ void StreamSync::on_readable() {
   if (!apply_page(follow_page_, &n, &err) || !send_follow(&err)) disconnect(err);
 }
 
-// [[stream, [[id, fields], ...]]] (nil when XREAD found nothing). The
-// entries are decoded into decoded_, whose Entry objects (and their vectors
-// and strings) are reused from page to page, and go to the Applier as one
-// call (in the gateway: one Blocklist::apply and one journal sync for every
-// run of add/del entries).
 bool StreamSync::apply_page(const FlatReply& p, std::size_t* n, std::string* err) {
+  if (!decode_page(p, n, err)) {
+    discard_batch();
+    return false;
+  }
+  return apply_batch(err);
+}
+
+// [[stream, [[id, fields], ...]]] (nil when XREAD found nothing): the
+// entries after the last applied one go to batch_, decoded into decoded_,
+// whose Entry objects (their vectors and strings) are reused from batch to
+// batch (a deque: references stay valid while it grows).
+bool StreamSync::decode_page(const FlatReply& p, std::size_t* n, std::string* err) {
   *n = 0;
   if (p.is_nil(p.root())) return true;
   const FlatReply::Ref entries = page_entries(p);
   const std::size_t count = p.size(entries);
   *n = count;
-  if (decoded_.size() < count) decoded_.resize(count);
-  batch_.clear();
-  batch_.reserve(count);
-  std::size_t k = 0;  // decoded_ in use
+  if (decoded_.size() < decoded_used_ + count) decoded_.resize(decoded_used_ + count);
   std::string why;
   for (std::size_t i = 0; i < count; ++i) {
     const FlatReply::Ref e = p.at(entries, i);
@@ -147,35 +151,52 @@ bool StreamSync::apply_page(const FlatReply& p, std::size_t* n, std::string* err
       return false;
     }
     if (*id <= stats_.last_applied) continue;  // applied already (read by the other connection)
+    if (!batch_.empty() && *id <= batch_.back().id) continue;  // in this batch already
     bool ok = entry_fields(p, e, &fields_);
     if (!ok) why = "entry is not [id, fields]";
-    else ok = decode_entry_into(fields_, &decoded_[k], &why);
+    else ok = decode_entry_into(fields_, &decoded_[decoded_used_], &why);
     if (ok) {
-      batch_.push_back({*id, &decoded_[k++]});
+      batch_.push_back({*id, &decoded_[decoded_used_++]});
     } else {
       batch_.push_back({*id, nullptr});
       ++stats_.garbage;
       stats_.last_error = "entry " + id->str() + " skipped: " + why;
     }
   }
-  if (batch_.empty()) return true;
-  if (!a_.apply(batch_, err)) {
-    local_failed_ = true;
-    *err = "the local state could not be written, sync stopped: " + *err;
-    return false;
-  }
-  stats_.applied += batch_.size();
-  stats_.last_applied = batch_.back().id;
-  // A page with a huge entry (a `load` of many rules) should not pin its memory.
-  for (std::size_t i = 0; i < k; ++i)
-    if (decoded_[i].changes.capacity() > 4096) decoded_[i] = Entry{};
   return true;
 }
 
-// Reads pages of catch_up_count entries. The next page's XREAD is sent as
-// soon as a page has arrived (its last ID is the next start), so Redis
-// serialises page k+1 while this thread decodes and applies page k; each
-// page is applied with one Applier call (one journal sync in the gateway).
+// The batch as one Applier call (in the gateway: one Blocklist::apply and one
+// journal sync, with the batch's last ID as the mark, for every run of
+// add/del entries). The batch is empty afterwards, whatever happened.
+bool StreamSync::apply_batch(std::string* err) {
+  if (batch_.empty()) return true;
+  const bool ok = a_.apply(batch_, err);
+  if (ok) {
+    stats_.applied += batch_.size();
+    stats_.last_applied = batch_.back().id;
+  } else {
+    local_failed_ = true;
+    *err = "the local state could not be written, sync stopped: " + *err;
+  }
+  discard_batch();
+  return ok;
+}
+
+void StreamSync::discard_batch() {
+  // A huge entry (a `load` of many rules) should not pin its memory.
+  for (std::size_t i = 0; i < decoded_used_; ++i)
+    if (decoded_[i].changes.capacity() > 4096) decoded_[i] = Entry{};
+  decoded_used_ = 0;
+  batch_.clear();
+}
+
+// Reads pages of catch_up_count entries and applies them in batches of
+// apply_batch entries. The next page's XREAD is sent as soon as a page has
+// arrived (its last ID is the next start), so Redis serialises page k+1
+// while this thread decodes page k and applies a batch. A batch is one
+// Applier call (one journal sync in the gateway); pages stay small so Redis
+// never spends long on one reply for us while other clients wait.
 bool StreamSync::catch_up(const StreamId* target, std::string* err) {
   const std::string count = std::to_string(o_.catch_up_count);
   auto xread = [&](const StreamId& from) {
@@ -184,6 +205,10 @@ bool StreamSync::catch_up(const StreamId* target, std::string* err) {
   };
   if (target != nullptr && *target <= stats_.last_applied) return true;
   if (!xread(stats_.last_applied)) return false;
+  struct Discard {  // entries decoded but not applied when this returns early: read again later
+    StreamSync* s;
+    ~Discard() { s->discard_batch(); }
+  } discard{this};
   for (;;) {
     if (!pub_->reply_flat(&page_, err)) return false;
     if (page_.is_error(page_.root())) {
@@ -192,13 +217,13 @@ bool StreamSync::catch_up(const StreamId* target, std::string* err) {
     }
     const std::optional<StreamId> last = last_id(page_);
     const std::size_t n = page_.size(page_entries(page_));
-    // More to read: a full page that does not reach the target yet. Its
-    // XREAD goes out before this page is applied, so Redis builds the next
-    // page while this thread applies this one.
+    // More to read: a full page that does not reach the target yet.
     const bool more = last && n >= o_.catch_up_count && (target == nullptr || *last < *target);
     if (more && !xread(*last)) return false;
-    std::size_t applied = 0;
-    if (!apply_page(page_, &applied, err)) {
+    std::size_t decoded = 0;
+    bool ok = decode_page(page_, &decoded, err);
+    if (ok && (!more || batch_.size() >= o_.apply_batch)) ok = apply_batch(err);
+    if (!ok) {
       std::string ignored;  // the pipelined page: read and dropped, the connection stays in step
       if (more) pub_->reply_flat(&page_, &ignored);
       return false;

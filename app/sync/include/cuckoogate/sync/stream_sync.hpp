@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +67,7 @@ struct SyncOptions {
   std::chrono::milliseconds block{1000};           // XREAD BLOCK of the follower
   std::size_t read_count = 1000;                   // entries per XREAD of the follower
   std::size_t catch_up_count = 10000;              // entries per XREAD when catching up
+  std::size_t apply_batch = 50000;                 // entries per Applier call when catching up (one journal sync)
   std::chrono::milliseconds backoff_min{100};      // reconnect backoff, doubling
   std::chrono::milliseconds backoff_max{2000};
   std::chrono::milliseconds snapshot_every{60000}; // 0: this gateway writes no snapshots
@@ -129,7 +131,10 @@ class StreamSync {
   void disconnect(const std::string& why);
   bool rebuild_if_trimmed(std::string* err);
   bool catch_up(const StreamId* target, std::string* err);  // nullptr: to the end
-  bool apply_page(const FlatReply& p, std::size_t* n, std::string* err);
+  bool apply_page(const FlatReply& p, std::size_t* n, std::string* err);  // decode_page + apply_batch
+  bool decode_page(const FlatReply& p, std::size_t* n, std::string* err);
+  bool apply_batch(std::string* err);
+  void discard_batch();
   bool send_follow(std::string* err);
   bool append(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err);
   bool append_outbox(std::string* err);
@@ -147,8 +152,9 @@ class StreamSync {
   // Reused from page to page (no allocation per entry once grown): the
   // catch-up's and the follower's replies, the decoded entries, the batch.
   FlatReply page_, follow_page_;
-  std::vector<Entry> decoded_;
-  std::vector<Received> batch_;
+  std::deque<Entry> decoded_;   // [0, decoded_used_) hold the batch's entries
+  std::size_t decoded_used_ = 0;
+  std::vector<Received> batch_;  // decoded, not applied yet
   FieldViews fields_;
 };
 
