@@ -106,10 +106,10 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
   const std::string sock = path("ctl.sock");
   const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
   const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
-  write_pcap(path("in.pcap"), {a, b});
+  write_pcap(path("in.pcap"), repeated({a, b}, 100));  // x100: --loop reads the file each pass
   std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
   Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--loop", "200000", "--pps", "20000", "--quiet"},
+              path("pass.pcap"), "--ctl", sock, "--loop", "2000", "--pps", "20000", "--quiet"},
              path("gw.out"), path("gw.err"));
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   CtlClient c(sock);
@@ -146,10 +146,10 @@ TEST_F(Flows, ADeleteLeavesPassingFlowsCached) {
   const std::string sock = path("ctl.sock");
   const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
   const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
-  write_pcap(path("in.pcap"), {a, b});
+  write_pcap(path("in.pcap"), repeated({a, b}, 100));  // x100: --loop reads the file each pass
   std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
   Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--loop", "400000", "--pps", "20000", "--quiet"},
+              path("pass.pcap"), "--ctl", sock, "--loop", "4000", "--pps", "20000", "--quiet"},
              path("gw.out"), path("gw.err"));
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   CtlClient c(sock);

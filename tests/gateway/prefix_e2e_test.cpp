@@ -114,19 +114,19 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   // Covered by the prefixes added at run time only.
   const Bytes late4 = v4("172.16.9.9", "192.0.2.200");
   const Bytes late6 = v6("2001:db8:77::5", "2001:db8::1");
-  write_pcap(path("in.pcap"), {in16, in8, exact, late4, late6});
+  write_pcap(path("in.pcap"), repeated({in16, in8, exact, late4, late6}, 100));  // x100: --loop reads the file each pass
   std::ofstream(path("p.rules")) << "src 10.0.0.0/8\nsrc 10.1.0.0/16\nsrc 10.1.2.3\n";
   const std::string sock = GatewayEnv::dir() + "/pr.sock";  // short: sun_path holds 108 bytes
   Process gw({GatewayEnv::gateway(), "replay", "--rules", path("p.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--drop", path("drop.pcap"), "--ctl", sock, "--loop", "100000", "--pps", "20000"},
+              path("pass.pcap"), "--drop", path("drop.pcap"), "--ctl", sock, "--loop", "1000", "--pps", "20000"},
              path("gw.out"), path("gw.err"));
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   CtlClient c(sock);
   ASSERT_TRUE(c.connected());
   ASSERT_TRUE(c.wait_stats([](auto s) { return s["rx"] > 1000; })) << gw.err();
 
-  // Hits: each rule counts its own packet only, once per pass of the
-  // capture; were the covering /8 counted for all three, it would have ~3x.
+  // Hits: each rule counts its own packet only, once per copy of the five
+  // frames; were the covering /8 counted for all three, it would have ~3x.
   {
     const auto h = c.ask_multi("hits src");
     ASSERT_EQ(h.size(), 3u);

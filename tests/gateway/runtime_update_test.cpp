@@ -27,12 +27,12 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
   const std::string dir = GatewayEnv::dir();
   const Bytes target = Packet().ipv4("192.0.2.99", "10.1.1.1").udp(4000, 53).payload("target").frame();
   const Bytes other = Packet().ipv4("10.1.1.2", "10.1.1.1").udp(4001, 53).payload("other").frame();
-  write_pcap(dir + "/ru-in.pcap", {target, other});
+  write_pcap(dir + "/ru-in.pcap", repeated({target, other}, 100));  // x100: --loop reads the file each pass
   std::ofstream(dir + "/ru.rules") << "# starts empty of the target\nsrc 198.51.100.200\n";
   const std::string sock = dir + "/ru.sock";
   Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/ru.rules", "--in", dir + "/ru-in.pcap",
               "--out", dir + "/ru-pass.pcap", "--drop", dir + "/ru-drop.pcap", "--ctl", sock, "--loop",
-              "200000", "--pps", "20000"},
+              "2000", "--pps", "20000"},
              dir + "/ru.out", dir + "/ru.err");
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   CtlClient c(sock);
@@ -106,11 +106,11 @@ TEST(RuntimeUpdate, AddStartsDroppingTheFlowAndDelLetsItPassAgain) {
 
 TEST(RuntimeUpdate, SeveralClientsAtOnceEachGetTheirOwnAnswersInOrder) {
   const std::string dir = GatewayEnv::dir();
-  write_pcap(dir + "/mc-in.pcap", {Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()});
+  write_pcap(dir + "/mc-in.pcap", repeated({Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()}, 100));
   std::ofstream(dir + "/mc.rules") << "src 198.51.100.200\n";
   const std::string sock = dir + "/mc.sock";
   Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/mc.rules", "--in", dir + "/mc-in.pcap",
-              "--out", dir + "/mc-pass.pcap", "--ctl", sock, "--loop", "100000", "--pps", "5000"},
+              "--out", dir + "/mc-pass.pcap", "--ctl", sock, "--loop", "1000", "--pps", "5000"},
              dir + "/mc.out", dir + "/mc.err");
   ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
   std::vector<std::thread> ts;
@@ -161,7 +161,7 @@ TEST(Run, AcceptsEalOptionsBeforeTheCommand) {
 
 TEST(ControlSocket, AStaleSocketFileIsReplacedAndAnythingElseIsLeftAlone) {
   const std::string dir = GatewayEnv::dir();
-  write_pcap(dir + "/st-in.pcap", {Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()});
+  write_pcap(dir + "/st-in.pcap", repeated({Packet().ipv4("10.1.1.2", "10.1.1.1").udp(1, 2).frame()}, 100));
   std::ofstream(dir + "/st.rules") << "src 198.51.100.200\n";
   // A socket file nobody listens on: what a killed gateway leaves behind.
   const std::string stale = dir + "/stale.sock";
@@ -174,7 +174,7 @@ TEST(ControlSocket, AStaleSocketFileIsReplacedAndAnythingElseIsLeftAlone) {
     ::close(fd);
   }
   Process gw({GatewayEnv::gateway(), "replay", "--rules", dir + "/st.rules", "--in", dir + "/st-in.pcap",
-              "--out", dir + "/st-pass.pcap", "--ctl", stale, "--loop", "100000", "--pps", "2000"},
+              "--out", dir + "/st-pass.pcap", "--ctl", stale, "--loop", "1000", "--pps", "2000"},
              dir + "/st.out", dir + "/st.err");
   ASSERT_TRUE(wait_for_socket(stale, 20s)) << gw.err();
   struct stat st {};
