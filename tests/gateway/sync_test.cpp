@@ -64,14 +64,14 @@ class Gw {
  public:
   static std::unique_ptr<Gw> replay(const std::string& name, const std::string& redis_url) {
     const std::string dir = GatewayEnv::dir();
-    write_pcap(dir + "/" + name + "-in.pcap", {target_frame()});
+    write_pcap(dir + "/" + name + "-in.pcap", repeated({target_frame()}, 100));  // x100: fewer passes
     std::ofstream(dir + "/" + name + ".rules") << "src 198.51.100.200\n";
     auto g = std::unique_ptr<Gw>(new Gw(dir + "/" + name + ".sock"));
     g->proc_ = std::make_unique<Process>(
         // 20 s of traffic: enough for any test here (the replay ends after it).
         std::vector<std::string>{GatewayEnv::gateway(), "replay", "--rules", dir + "/" + name + ".rules", "--in",
                                  dir + "/" + name + "-in.pcap", "--out", "/dev/null", "--ctl", g->sock_, "--loop",
-                                 "40000", "--pps", "2000", "--redis", redis_url, "--gateway-id", name},
+                                 "400", "--pps", "2000", "--redis", redis_url, "--gateway-id", name},
         dir + "/" + name + ".out", dir + "/" + name + ".err");
     g->up_ = wait_for_socket(g->sock_, 30s);
     return g;
