@@ -3,7 +3,11 @@
 // chosen fsync policy) that it starts and kills itself.
 //
 //   build/bench/sync_bench [--samples 2000] [--seconds 3] [--backlog 200000] [--fsync everysec|always]
-//                          [--catchup-runs 5]
+//                          [--catchup-runs 5] [--tls 1]
+//
+// --tls 1: the same over TLS (rediss:// to a --tls-port on loopback, client
+// certificates, certificates made in the temporary directory); the catch-up
+// also reports the process's CPU, which includes the TLS pipe's threads.
 //
 // 1. latency: gateway A publishes one add at a time (XADD, then reading the
 //    stream up to it: what an OK waits for); gateway B, following in its own
@@ -38,6 +42,7 @@
 
 #include "cuckoogate/sync/stream_sync.hpp"
 #include "redis_server.hpp"
+#include "test_certs.hpp"
 
 namespace {
 
@@ -79,9 +84,12 @@ Entry add(int i) {
   return e;
 }
 
+cg::sync::TlsOptions g_tls;  // --tls: the CA and client certificate
+
 cg::sync::SyncOptions options(const std::string& url, const std::string& id) {
   cg::sync::SyncOptions o;
   o.url = *cg::sync::parse_redis_url(url).url;
+  if (o.url.tls.on) o.url.tls = g_tls;
   o.gateway_id = id;
   o.snapshot_every = std::chrono::milliseconds(0);
   o.block = std::chrono::milliseconds(100);
@@ -105,6 +113,12 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+double process_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -116,6 +130,7 @@ double pct(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   int samples = 2000, seconds = 3, backlog = 200000, catchup_runs = 5;
   std::string fsync = "everysec";
+  bool tls = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--samples") samples = std::atoi(argv[i + 1]);
@@ -123,6 +138,7 @@ int main(int argc, char** argv) {
     else if (a == "--backlog") backlog = std::atoi(argv[i + 1]);
     else if (a == "--fsync") fsync = argv[i + 1];
     else if (a == "--catchup-runs") catchup_runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--tls") tls = std::atoi(argv[i + 1]) != 0;
   }
 #ifdef CG_NOT_RELEASE_BUILD
   std::printf("WARNING: not a release build; numbers are not representative\n");
@@ -131,9 +147,26 @@ int main(int argc, char** argv) {
   if (::mkdtemp(tmpl) == nullptr) return 1;
   int rc = 0;
   {
-    cg::test::RedisServer redis(tmpl);
+    const std::string dir = tmpl;
+    std::vector<std::string> extra;
+    std::string url_tls;
+    if (tls) {
+      cg::test::TestCert ca("bench CA", nullptr, "", 1), server("localhost", &ca, "IP:127.0.0.1", 2),
+          client("bench", &ca, "", 3);
+      ca.write(dir, "ca");
+      server.write(dir, "server");
+      client.write(dir, "client");
+      const uint16_t port = cg::test::free_tcp_port();
+      extra = {"--tls-port", std::to_string(port), "--tls-cert-file", dir + "/server.pem", "--tls-key-file",
+               dir + "/server.key", "--tls-ca-cert-file", dir + "/ca.pem"};
+      url_tls = "rediss://127.0.0.1:" + std::to_string(port);
+      g_tls = {true, dir + "/ca.pem", "", dir + "/client.pem", dir + "/client.key", ""};
+    }
+    cg::test::RedisServer redis(dir, extra);
     redis.cli({"CONFIG", "SET", "appendfsync", fsync});
-    std::printf("redis-server on a Unix socket, appendonly yes, appendfsync %s\n", fsync.c_str());
+    const std::string url = tls ? url_tls : redis.url();
+    std::printf("redis-server on %s, appendonly yes, appendfsync %s\n", tls ? "a TLS port (rediss://)" : "a Unix socket",
+                fsync.c_str());
 
     // 1. Latency A -> B.
     std::unordered_map<uint64_t, Clock::time_point> stamps;
@@ -141,9 +174,9 @@ int main(int argc, char** argv) {
     SetApplier aa, ab;
     ab.stamps = &stamps;
     ab.mu = &mu;
-    cg::sync::StreamSync a(options(redis.url(), "a"), aa, {});
+    cg::sync::StreamSync a(options(url, "a"), aa, {});
     {
-      cg::sync::StreamSync b(options(redis.url(), "b"), ab, {});
+      cg::sync::StreamSync b(options(url, "b"), ab, {});
       a.tick();
       b.tick();
       std::atomic<bool> stop{false};
@@ -183,7 +216,7 @@ int main(int argc, char** argv) {
     // 2. Sustained: groups of 100.
     {
       SetApplier ab2;
-      cg::sync::StreamSync b(options(redis.url(), "b2"), ab2, a.stats().last_applied);
+      cg::sync::StreamSync b(options(url, "b2"), ab2, a.stats().last_applied);
       b.tick();
       std::atomic<bool> stop{false};
       std::thread tb(follow, std::ref(b), std::ref(stop));
@@ -228,15 +261,16 @@ int main(int argc, char** argv) {
         }
       }
       const long long total = std::atoll(redis.cli({"XLEN", "cuckoogate:rules"}).c_str());
-      std::vector<double> rates, cpu_rates;
+      std::vector<double> rates, cpu_rates, pcpu_per_m;
       for (int run = 0; run < catchup_runs; ++run) {
         SetApplier ac;
-        cg::sync::StreamSync c(options(redis.url(), "c"), ac, {});
-        const double cpu0 = thread_cpu_s();
+        cg::sync::StreamSync c(options(url, "c"), ac, {});
+        const double cpu0 = thread_cpu_s(), pcpu0 = process_cpu_s();
         const auto t0 = Clock::now();
         c.tick();  // connect: reads the whole stream before it returns
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-        const double cpu = thread_cpu_s() - cpu0;
+        const double cpu = thread_cpu_s() - cpu0, pcpu = process_cpu_s() - pcpu0;
+        pcpu_per_m.push_back(pcpu * 1e6 / static_cast<double>(c.stats().applied));
         rates.push_back(static_cast<double>(c.stats().applied) / secs);
         cpu_rates.push_back(static_cast<double>(c.stats().applied) / cpu);
         std::printf("catch-up: %llu entries in %.3f s = %.0f entries/s (connect included); "
@@ -244,8 +278,9 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(c.stats().applied), secs, rates.back(), cpu, cpu_rates.back());
         if (static_cast<long long>(c.stats().applied) != total) rc = 1;
       }
-      std::printf("catch-up: median of %d runs %.0f entries/s, %.0f entries per CPU second of the gateway thread\n",
-                  catchup_runs, pct(rates, 0.5), pct(cpu_rates, 0.5));
+      std::printf("catch-up: median of %d runs %.0f entries/s, %.0f entries per CPU second of the gateway thread, "
+                  "%.3f CPU s per million entries of the process (TLS pipe included)\n",
+                  catchup_runs, pct(rates, 0.5), pct(cpu_rates, 0.5), pct(pcpu_per_m, 0.5));
     }
   }
   std::filesystem::remove_all(tmpl);

@@ -8,7 +8,10 @@
 #
 #   bench/sync_bench_gateway.sh [BUILD_DIR=build] [ENTRIES=200000] [RUNS=3]
 #
-# Prints each run and the medians; catch-up rate = ENTRIES / (median full - median empty).
+# Prints each run and the medians; catch-up rate = ENTRIES / (median full - median empty), and
+# the gateway's control thread's CPU seconds per million entries (its CPU time at the moment
+# the last entry was applied, minus the same for the empty stream): the steadier figure on a
+# shared machine.
 set -euo pipefail
 BUILD=${1:-build}
 ENTRIES=${2:-200000}
@@ -65,23 +68,30 @@ one() {
     sleep 0.02
   done
   t1=$(date +%s.%N)
+  # CPU ticks (user + system) of the main thread: the control thread, which applies the stream.
+  local ticks
+  ticks=$(awk '{print $14 + $15}' "/proc/$GW_PID/task/$GW_PID/stat")
   kill -TERM "$GW_PID"
   wait "$GW_PID" 2> /dev/null || true
   GW_PID=
   rm -rf "/var/run/dpdk/$PREFIX"
-  echo "$t1 - $t0" | bc
+  echo "$(echo "$t1 - $t0" | bc) $(echo "scale=3; $ticks / $(getconf CLK_TCK)" | bc)"
 }
 
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
-full=() empty=()
+full=() empty=() cfull=() cempty=()
 for r in $(seq "$RUNS"); do
-  e=$(one empty:rules)
-  f=$(one cuckoogate:rules)
-  echo "run $r: start-up alone $e s, start-up + catch-up of $ENTRIES entries $f s"
-  empty+=("$e")
-  full+=("$f")
+  read -r e ce <<< "$(one empty:rules)"
+  read -r f cf <<< "$(one cuckoogate:rules)"
+  echo "run $r: start-up alone $e s ($ce CPU s), start-up + catch-up of $ENTRIES entries $f s ($cf CPU s of the control thread)"
+  empty+=("$e") cempty+=("$ce")
+  full+=("$f") cfull+=("$cf")
 done
 me=$(printf '%s\n' "${empty[@]}" | median)
 mf=$(printf '%s\n' "${full[@]}" | median)
+mce=$(printf '%s\n' "${cempty[@]}" | median)
+mcf=$(printf '%s\n' "${cfull[@]}" | median)
 echo "median: start-up $me s, with catch-up $mf s: $(echo "$ENTRIES / ($mf - $me)" | bc) entries/s applied by the gateway"
+echo "control thread: $(echo "scale=3; ($mcf - $mce) * 1000000 / $ENTRIES" | bc) CPU s per million entries" \
+  "($(echo "$ENTRIES / ($mcf - $mce)" | bc) entries per CPU s)"

@@ -367,6 +367,8 @@ bool BlocklistSync::apply(std::span<const sync::Received> entries, std::string* 
   // sync, with the mark of the run's last entry); the other ops alone.
   std::vector<Blocklist::Change> group;
   std::vector<sync::StreamId> group_ids;
+  group.reserve(entries.size());  // a catch-up batch is 50 000 entries: no regrowth copies
+  group_ids.reserve(entries.size());
   sync::StreamId pending_mark;  // an ID applied but not yet journalled
   bool unmarked = false;
   for (const sync::Received& r : entries) {
