@@ -41,6 +41,8 @@ if [ $# -eq 0 ]; then
 fi
 # The ninja targets of the selected tests: each test's program and the targets
 # it names in `depends` (the gateway binaries the end-to-end tests drive).
+# Regenerated first if a meson.build changed, so that new tests are seen.
+ninja -C "$dir" build.ninja >/dev/null
 mapfile -t targets < <(scripts/test-targets.py "$dir" "$@")
 [ ${#targets[@]} -gt 0 ] || { echo "build.sh: no test in $dir matches: $*" >&2; exit 1; }
 ninja -C "$dir" "${targets[@]}"
