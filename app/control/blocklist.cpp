@@ -476,23 +476,26 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
   bool have_prev = false;
-  for (const Item& it : sorted) {
-    const std::string_view k = key(it.i);
-    if (have_prev && k == prev) {  // a repeat inside the batch
-      ++res.existed;
-      continue;
+  {
+    store::RuleStore::Finder finder = store_->finder();  // keys increase: each search starts at the last
+    for (const Item& it : sorted) {
+      const std::string_view k = key(it.i);
+      if (have_prev && k == prev) {  // a repeat inside the batch
+        ++res.existed;
+        continue;
+      }
+      prev = k;
+      have_prev = true;
+      if (const store::RuleMeta* m = finder.find(k)) {  // one search, present or not
+        if (m->expiry_unix_ms != 0) reqs.push_back({k, {}, 0, {}});
+        else ++res.existed;
+        continue;
+      }
+      fresh.push_back(it.i);
+      fresh_req.push_back(reqs.size());
+      reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
     }
-    prev = k;
-    have_prev = true;
-    if (const auto m = store_->get(k)) {  // one search, present or not
-      if (m->expiry_unix_ms != 0) reqs.push_back({k, {}, 0, {}});
-      else ++res.existed;
-      continue;
-    }
-    fresh.push_back(it.i);
-    fresh_req.push_back(reqs.size());
-    reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
-  }
+  }  // the finder's pin ends here, before the inserts
   std::vector<Item>().swap(sorted);
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rules[fresh[j]]);

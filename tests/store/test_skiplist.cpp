@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -151,6 +152,79 @@ TEST(SkipListMap, MatchesStdMapUnderRandomOperations) {
     ASSERT_EQ(m.size(), model.size());
   }
   ASSERT_EQ(drain(m.scan()), model_range(model, "", std::nullopt));
+}
+
+// OrderedInserter (the bulk load's path) against insert(): the same keys in
+// the same order of calls, including repeats (exists, the first value kept),
+// keys that are not increasing (searched from the head), and enough keys to
+// re-pin several times, leave the same entries, and report the same result
+// for every call. Then erases and lookups work on what it built (the towers
+// are linked correctly: every key found, scans in order, all reclaimed).
+TEST(SkipListMap, OrderedInserterMatchesSingleInserts) {
+  std::mt19937_64 rng(test::test_seed());
+  for (int round = 0; round < 4; ++round) {
+    SkipListMap<Meta> single(round + 1), bulk(round + 1);
+    std::vector<std::string> keys;
+    for (int i = 0; i < 20000; ++i) {
+      std::string k = "k" + std::to_string(rng() % 30000);
+      if (round == 3 && i % 997 == 0) k = random_key(rng);  // odd bytes and short keys
+      keys.push_back(k);
+    }
+    // Mostly increasing (a sorted load), with repeats and a few steps back.
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t i = 0; i + 1 < keys.size(); i += 211) std::swap(keys[i], keys[i + 1]);
+    if (round == 0) std::shuffle(keys.begin(), keys.end(), rng);  // nothing in order
+    // Some keys present before the load.
+    for (int i = 0; i < 3000; ++i) {
+      const std::string k = "k" + std::to_string(rng() % 30000);
+      ASSERT_EQ(single.insert(k, Meta{1, "pre"}), bulk.insert(k, Meta{1, "pre"}));
+    }
+    auto ins = bulk.ordered_inserter();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const InsertResult a = single.insert(keys[i], Meta{i, keys[i]});
+      const InsertResult b = ins.insert(keys[i], Meta{i, keys[i]});
+      ASSERT_EQ(a, b) << "round " << round << " key " << i;
+    }
+    EXPECT_EQ(drain(bulk.scan()), drain(single.scan()));
+    EXPECT_EQ(bulk.size(), single.size());
+    EXPECT_EQ(bulk.memory_bytes(), single.memory_bytes());  // same towers: same seed, same order of inserts
+    for (const auto& k : keys) ASSERT_TRUE(bulk.contains(k)) << k;
+    for (std::size_t i = 0; i < keys.size(); i += 2) {
+      ASSERT_EQ(bulk.erase(keys[i]), single.erase(keys[i]));
+    }
+    EXPECT_EQ(drain(bulk.scan()), drain(single.scan()));
+  }
+}
+
+// OrderedFinder (the bulk load's presence checks) answers what find() does,
+// for increasing keys (present and absent, past several re-pins), for a key
+// not greater than the previous one, and for keys before the first and after
+// the last entry.
+TEST(SkipListMap, OrderedFinderMatchesFind) {
+  std::mt19937_64 rng(test::test_seed());
+  SkipListMap<Meta> m(3);
+  for (int i = 0; i < 30000; ++i) {
+    const std::string k = "k" + std::to_string(rng() % 60000);
+    m.insert(k, Meta{static_cast<std::uint64_t>(i), k});
+  }
+  std::vector<std::string> probes = {"", std::string(1, '\0'), "a", "k", "z", "\xff\xff"};
+  for (int i = 0; i < 60000; ++i) probes.push_back("k" + std::to_string(i));
+  for (int i = 0; i < 200; ++i) probes.push_back(random_key(rng));
+  std::sort(probes.begin(), probes.end());
+  for (std::size_t i = 0; i + 1 < probes.size(); i += 501) std::swap(probes[i], probes[i + 1]);  // steps back
+  probes.push_back("k1");  // far back, at the end
+  auto f = m.ordered_finder();
+  std::size_t found = 0;
+  for (const std::string& k : probes) {
+    const std::optional<Meta> want = m.find(k);
+    const Meta* got = f.find(k);
+    ASSERT_EQ(got != nullptr, want.has_value()) << testing::PrintToString(k);
+    if (got != nullptr) {
+      ASSERT_EQ(*got, *want);
+      ++found;
+    }
+  }
+  EXPECT_GT(found, m.size() / 2);
 }
 
 TEST(SkipListMap, LargeSequentialInsertEraseReclaimsEverything) {

@@ -198,6 +198,11 @@ class RuleStore {
   Status snapshot();
 
   bool contains(std::string_view key) const { return rules_.contains(key); }
+  // Lookups of keys in increasing order, each search starting where the
+  // previous one ended (SkipListMap::OrderedFinder): a bulk load's presence
+  // checks. Lock-free like get(); one thread, short-lived.
+  using Finder = SkipListMap<RuleMeta>::OrderedFinder;
+  Finder finder() const { return rules_.ordered_finder(); }
   std::optional<RuleMeta> get(std::string_view key) const { return rules_.find(key); }
   // Weakly consistent ordered scans (see SkipListMap::Cursor).
   Cursor list(std::string_view lo = {}, std::optional<std::string_view> hi = std::nullopt) const {

@@ -94,6 +94,14 @@ class SkipListMap {
   // The same, moving the value into the node (a value with heap parts is not copied).
   InsertResult insert(std::string_view key, V&& value);
 
+  class OrderedInserter;
+  // For many inserts in increasing key order from one thread (a bulk load):
+  // see OrderedInserter.
+  OrderedInserter ordered_inserter() { return OrderedInserter(this); }
+  class OrderedFinder;
+  // For many lookups in increasing key order from one thread: see OrderedFinder.
+  OrderedFinder ordered_finder() const { return OrderedFinder(this); }
+
   // Removes the key. When `removed` is given it receives the old value.
   EraseResult erase(std::string_view key, V* removed = nullptr);
 
@@ -284,12 +292,25 @@ class SkipListMap {
   }
 
   int random_height() noexcept;
-  Node* search_index(std::string_view key, bool purge_equal, Node** preds, Node** succs) const;
+  // fingers (may be null): per index level, a node that was linked at that
+  // level with a key < `key`, where the walk at that level may start.
+  Node* search_index(std::string_view key, bool purge_equal, Node** preds, Node** succs,
+                     Node* const* fingers = nullptr) const;
   void help_delete(Node* b, Node* n, Node* f);
   Node* seek_ge(std::string_view key) const;
+  // seek_ge() with fingers (see search_index); preds receives the per-level
+  // predecessors the last search found. The caller has pinned the domain.
+  Node* seek_ge_at(std::string_view key, Node* const* fingers, Node** preds) const;
   Node* find_node(std::string_view key) const;
   void unlink_deleted(std::string_view key);
-  void build_tower(DataNode* z, Node** preds, Node** succs);
+  // Returns the number of index levels it linked z into (all of them unless
+  // z was deleted meanwhile).
+  int build_tower(DataNode* z, Node** preds, Node** succs);
+  // insert(); with fingers (see search_index), and *linked = the index levels
+  // the new node was linked into (0 when not inserted). preds receives the
+  // per-level predecessors of `key` the last search found.
+  InsertResult insert_at(std::string_view key, V&& value, Node* const* fingers, Node** preds, int* linked,
+                         Node** node);
   void release_ref(Node* n) const noexcept {
     // acq_rel: the last owner sees every unlink the other owner performed.
     if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -355,6 +376,93 @@ class SkipListMap {
     bool done_ = false;
     Node* cur_ = nullptr;
   };
+
+  // Per index level, a finger: a node that was linked at that level with a
+  // key below the previous key of an increasing sequence, where the next
+  // search may start instead of the head (docs/store.md, "Ordered bulk
+  // insert"). The domain stays pinned while fingers are held (they point at
+  // nodes that would otherwise be freed), re-pinned every kRepin steps with
+  // the fingers dropped, so that reclamation is not held back for a whole
+  // load. One thread; short-lived (like a Cursor).
+  class Fingers {
+   public:
+    static constexpr std::size_t kRepin = 4096;
+
+   protected:
+    explicit Fingers(EpochDomain* d) : domain_(d) {}
+    // Before a step for `key`: pins, and returns the fingers if they are
+    // valid starts for it (key greater than the previous step's), else null.
+    Node* const* begin(std::string_view key) {
+      if (since_pin_ == kRepin) {
+        guard_.release();
+        since_pin_ = 0;
+        have_ = false;
+      }
+      if (since_pin_++ == 0) guard_ = domain_->pin();
+      return have_ && key > std::string_view(last_) ? fingers_ : nullptr;
+    }
+    // After it: index levels below `linked` get `node` (linked there, key =
+    // this key), the others the step's predecessors there (key < this key).
+    void end(std::string_view key, Node* const* preds, int linked, Node* node) {
+      for (int l = 0; l < kMaxHeight; ++l) fingers_[l] = l < linked ? node : preds[l];
+      have_ = true;
+      last_.assign(key);
+    }
+
+   private:
+    EpochDomain* domain_;
+    EpochDomain::Guard guard_;
+    Node* fingers_[kMaxHeight] = {};
+    bool have_ = false;
+    std::size_t since_pin_ = 0;
+    std::string last_;
+  };
+
+  // Inserts keys in increasing order (a bulk load): insert() has insert()'s
+  // semantics for each key, and any number of other readers and writers may
+  // run meanwhile. A key not greater than the previous one is inserted with
+  // a search from the head.
+  class OrderedInserter : public Fingers {
+   public:
+    OrderedInserter(OrderedInserter&&) noexcept = default;
+    InsertResult insert(std::string_view key, V&& value) {
+      Node* const* fingers = this->begin(key);
+      Node* preds[kMaxHeight];
+      int linked = 0;
+      Node* node = nullptr;
+      const InsertResult r = map_->insert_at(key, std::move(value), fingers, preds, &linked, &node);
+      this->end(key, preds, linked, node);
+      return r;
+    }
+
+   private:
+    friend class SkipListMap;
+    explicit OrderedInserter(SkipListMap* m) : Fingers(m->domain_), map_(m) {}
+    SkipListMap* map_;
+  };
+
+  // Lookups of keys in increasing order: find() is find() without the copy
+  // (the value stays valid until the next call or the finder's end), each
+  // search starting from the previous one's fingers. Stores to the list only
+  // as find() does (the index search's helping); allocates only to keep a
+  // copy of the previous key (when it is longer than any before).
+  class OrderedFinder : public Fingers {
+   public:
+    OrderedFinder(OrderedFinder&&) noexcept = default;
+    const V* find(std::string_view key) {
+      Node* const* fingers = this->begin(key);
+      Node* preds[kMaxHeight];
+      Node* n = map_->seek_ge_at(key, fingers, preds);
+      this->end(key, preds, 0, nullptr);
+      if (n == nullptr || compare(n, key, prefix_of(key)) != 0) return nullptr;
+      return &static_cast<const DataNode*>(n)->value;
+    }
+
+   private:
+    friend class SkipListMap;
+    explicit OrderedFinder(const SkipListMap* m) : Fingers(m->domain_), map_(m) {}
+    const SkipListMap* map_;
+  };
 };
 
 // ---------------------------------------------------------------------------
@@ -385,13 +493,24 @@ int SkipListMap<V>::random_height() noexcept {
 // level-0 walk. preds/succs, when given, receive per-level neighbours.
 template <class V>
 typename SkipListMap<V>::Node* SkipListMap<V>::search_index(std::string_view key, bool purge_equal,
-                                                            Node** preds, Node** succs) const {
+                                                            Node** preds, Node** succs,
+                                                            Node* const* fingers) const {
   const std::uint64_t kp = prefix_of(key);
 retry:
   Node* x = head_;
   for (int l = kMaxHeight - 1; l >= 0; --l) {
+    // A finger further along this level than x is a better start: both were
+    // linked here with keys < key, and the level is sorted. Its link is
+    // checked like x's just below (unmarked: it is still linked here).
+    if (fingers != nullptr) {
+      Node* f = fingers[l];
+      if (f != nullptr && f != head_ && f != x && (x == head_ || compare(f, key_of(x), x->key_prefix) > 0)) x = f;
+    }
     std::uintptr_t xr = x->up()[l].load(std::memory_order_acquire);
-    if (marked(xr)) goto retry;  // x is being deleted: its links are frozen
+    if (marked(xr)) {  // x is being deleted: its links are frozen
+      fingers = nullptr;  // from the head from now on
+      goto retry;
+    }
     Node* y = ptr(xr);
     while (y != nullptr) {
       std::uintptr_t yr = y->up()[l].load(std::memory_order_acquire);
@@ -488,9 +607,17 @@ void SkipListMap<V>::help_delete(Node* b, Node* n, Node* f) {
 // its back: search again (search_index unlinks it from the index on the way).
 template <class V>
 typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge(std::string_view key) const {
+  return seek_ge_at(key, nullptr, nullptr);
+}
+
+template <class V>
+typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge_at(std::string_view key, Node* const* fingers,
+                                                          Node** preds) const {
   const std::uint64_t kp = prefix_of(key);
+  Node* succs[kMaxHeight];
   for (;;) {
-    Node* b = search_index(key, false, nullptr, nullptr);
+    Node* b = search_index(key, false, preds, preds != nullptr ? succs : nullptr, fingers);
+    fingers = nullptr;  // a retry searches from the head
     Node* n = b->next.load(std::memory_order_acquire);
     if (b->kind == Node::kData && is_deleted(b)) continue;
     for (n = skip_dead(n); n != nullptr && compare(n, key, kp) < 0;) {
@@ -536,13 +663,24 @@ void SkipListMap<V>::unlink_deleted(std::string_view key) {
 
 template <class V>
 InsertResult SkipListMap<V>::insert(std::string_view key, V&& value) {
-  const std::uint64_t kp = prefix_of(key);
   EpochDomain::Guard g = domain_->pin();
   Node* preds[kMaxHeight];
+  int linked = 0;
+  Node* node = nullptr;
+  return insert_at(key, std::move(value), nullptr, preds, &linked, &node);
+}
+
+// The caller has pinned the domain.
+template <class V>
+InsertResult SkipListMap<V>::insert_at(std::string_view key, V&& value, Node* const* fingers, Node** preds,
+                                       int* linked, Node** node_out) {
+  const std::uint64_t kp = prefix_of(key);
   Node* succs[kMaxHeight];
   DataNodeHolder z;  // owned until published
+  *linked = 0;
   for (;;) {
-    Node* b = search_index(key, false, preds, succs);
+    Node* b = search_index(key, false, preds, succs, fingers);
+    fingers = nullptr;  // a retry searches from the head
     Node* n = b->next.load(std::memory_order_acquire);
     for (;;) {
       if (n != nullptr) {
@@ -574,7 +712,11 @@ InsertResult SkipListMap<V>::insert(std::string_view key, V&& value) {
       DataNode* node = std::exchange(z.p, nullptr);
       count_.fetch_add(1, std::memory_order_relaxed);
       bytes_.fetch_add(node_bytes(node), std::memory_order_relaxed);  // a statistic: no ordering
-      if (node->height > 0) build_tower(node, preds, succs);
+      *node_out = node;
+      // After build_tower the inserter's reference is dropped: a concurrent
+      // erase may retire the node, so the caller's pin is what keeps it (and
+      // a finger to it) valid.
+      if (node->height > 0) *linked = build_tower(node, preds, succs);
       return InsertResult::inserted;
     }
   }
@@ -585,9 +727,10 @@ InsertResult SkipListMap<V>::insert(std::string_view key, V&& value) {
 // search so that any level it managed to link is unlinked again, and drops
 // the inserter's reference.
 template <class V>
-void SkipListMap<V>::build_tower(DataNode* z, Node** preds, Node** succs) {
+int SkipListMap<V>::build_tower(DataNode* z, Node** preds, Node** succs) {
   const std::string_view key = z->key();
-  for (int l = 0; l < z->height; ++l) {
+  int l = 0;
+  for (; l < z->height; ++l) {
     for (;;) {
       if (is_deleted(z)) goto done;
       std::uintptr_t cur = z->up()[l].load(std::memory_order_acquire);
@@ -618,6 +761,7 @@ done:
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (is_deleted(z)) search_index(key, true, nullptr, nullptr);
   release_ref(z);
+  return l;
 }
 
 template <class V>
