@@ -58,14 +58,28 @@ struct FlowTuple {
 inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
   // Addresses compared as big-endian integers (the byte order memcmp would
   // use), without a call: this runs for every packet of the data path.
-  uint64_t s[2] = {}, d[2] = {};
-  if (t.family == 6) {
-    std::memcpy(s, t.src, 16);
-    std::memcpy(d, t.dst, 16);
-  } else {
-    std::memcpy(s, t.src, 4);
-    std::memcpy(d, t.dst, 4);
+  if (t.family != 6) {
+    // IPv4 in scalars: zero-padded arrays, filled by 4-byte copies and read
+    // back as 8-byte words, stalled store forwarding on every packet.
+    uint32_t s, d;
+    std::memcpy(&s, t.src, 4);
+    std::memcpy(&d, t.dst, 4);
+    const uint32_t sh = __builtin_bswap32(s), dh = __builtin_bswap32(d);
+    const bool swap = sh != dh ? sh > dh : t.sport > t.dport;
+    std::memset(&key, 0, 32);
+    const uint32_t a = swap ? d : s, b = swap ? s : d;
+    std::memcpy(key.addr_a, &a, 4);
+    std::memcpy(key.addr_b, &b, 4);
+    key.port_a = swap ? t.dport : t.sport;
+    key.port_b = swap ? t.sport : t.dport;
+    key.zone = t.zone;
+    key.proto = t.proto;
+    key.family = 4;
+    return swap ? Side::kB : Side::kA;
   }
+  uint64_t s[2], d[2];
+  std::memcpy(s, t.src, 16);
+  std::memcpy(d, t.dst, 16);
   const uint64_t s0 = __builtin_bswap64(s[0]), d0 = __builtin_bswap64(d[0]);
   const uint64_t s1 = __builtin_bswap64(s[1]), d1 = __builtin_bswap64(d[1]);
   const bool swap = s0 != d0 ? s0 > d0 : s1 != d1 ? s1 > d1 : t.sport > t.dport;
@@ -75,7 +89,7 @@ inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
   key.port_b = swap ? t.sport : t.dport;
   key.zone = t.zone;
   key.proto = t.proto;
-  key.family = t.family == 6 ? 6 : 4;
+  key.family = 6;
   return swap ? Side::kB : Side::kA;
 }
 
