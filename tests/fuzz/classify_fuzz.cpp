@@ -19,6 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static auto b = std::make_unique<cg::PacketKeys>();
   cg::PacketMeta m;
   cg::parse_packet(data, size, m);
+  cg::PacketMeta walked;  // the shortcut for plain IPv4 frames must agree with the general walk
+  cg::detail::parse_packet_walk(data, size, walked);
+  if (!(walked == m)) std::abort();
   if (m.family != 0 && (m.family != 4 && m.family != 6)) std::abort();
   if (m.family != 0 && m.addr_off + 2 * m.addr_len() > size) std::abort();
   if (m.l4 && (m.l4_off < m.addr_off + 2 * m.addr_len() || std::size_t{m.l4_off} + m.l4_len > size)) std::abort();

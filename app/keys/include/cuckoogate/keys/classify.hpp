@@ -82,10 +82,18 @@ struct PacketMeta {
   uint8_t outer_family = 0;
   uint32_t outer_addr_off = 0;
   std::size_t addr_len() const noexcept { return family == 4 ? 4 : 16; }
+  bool operator==(const PacketMeta&) const = default;
 };
 
 // Same data-path contract as classify(); writes only `meta`.
 void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexcept;
+
+namespace detail {
+// parse_packet() without its shortcut for plain IPv4 TCP/UDP frames: the
+// general header walk, which must describe those frames identically
+// (classify_fuzz compares the two on every input).
+void parse_packet_walk(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexcept;
+}  // namespace detail
 
 // The keys of a frame parse_packet() described (the same frame, unchanged).
 // classify(f, n, out) is parse_packet(f, n, meta) then classify_meta(f, meta, out).
