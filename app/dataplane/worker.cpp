@@ -530,7 +530,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   for (uint16_t i = 0; i < n; ++i) {
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
-    if (e != nullptr) e->flags &= static_cast<uint8_t>(~(kJudgingFwd | kJudgingRev));
+    // (Only when set: a store would dirty every cached flow's entry line.)
+    if (e != nullptr && (e->flags & (kJudgingFwd | kJudgingRev)) != 0)
+      e->flags &= static_cast<uint8_t>(~(kJudgingFwd | kJudgingRev));
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};

@@ -29,7 +29,7 @@ bool transport_or_none(uint8_t nh) noexcept {
 
 }  // namespace
 
-bool maybe_fragment(const uint8_t* frame, std::size_t len) noexcept {
+bool detail::maybe_fragment_walk(const uint8_t* frame, std::size_t len) noexcept {
   if (len < 14) return false;  // not IP at all
   std::size_t off = 14;
   uint16_t type = rd16(frame + 12);

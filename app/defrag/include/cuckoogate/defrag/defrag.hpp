@@ -63,7 +63,17 @@ enum class FrameKind : uint8_t {
 // not a fragment and carries no tunnel that could hold one (plain or
 // VLAN-tagged IPv4 without MF/offset, IPv6 whose next header is a transport,
 // non-IP). Anything else goes to classify_frame().
-bool maybe_fragment(const uint8_t* frame, std::size_t len) noexcept;
+namespace detail {
+bool maybe_fragment_walk(const uint8_t* frame, std::size_t len) noexcept;
+}  // namespace detail
+inline bool maybe_fragment(const uint8_t* frame, std::size_t len) noexcept {
+  // Untagged IPv4 TCP without MF or an offset (nearly every frame) answered
+  // inline: the stage asks this of every frame it receives.
+  if (len >= 14 + 20 && frame[12] == 0x08 && frame[13] == 0x00 && (frame[20] & 0x3f) == 0 &&
+      frame[21] == 0 && frame[23] == 6)
+    return false;
+  return detail::maybe_fragment_walk(frame, len);
+}
 
 // The full decision (uses the classifier's header walk).
 FrameKind classify_frame(const uint8_t* frame, std::size_t len, Fragment* out) noexcept;
