@@ -240,7 +240,7 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
 // verdict (a kind for a blocked flow, 0 to pass), or, for a flow an earlier
 // packet of this burst is being classified for, step 3 of process() takes
 // the verdict that packet gives the flow.
-bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
+[[gnu::always_inline]] inline bool Worker::from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen) {
   WorkerScratch& s = *s_;
   if (s.flow[i] < 0) return false;
   const flow::FlowResult& r = s.fr[s.flow[i]];
