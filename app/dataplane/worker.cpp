@@ -429,7 +429,7 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
 // (returned count) and drop[] (*ndrop); every packet ends up in exactly one.
 // *nbad and *nbig count the malformed and oversized frames of the burst.
 uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass,
-                         rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig) {
+                         rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now) {
   WorkerScratch& s = *s_;
   WorkerStats& st = *cfg_.stats;
   if (!cfg_.filtering) {  // the same pipeline without classification or lookup
@@ -452,7 +452,6 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   // sees the tables the change was made in (docs/concurrency.md, "Growth").
   burst_ = cfg_.tables != nullptr ? *cfg_.tables->load(std::memory_order_acquire)
                                   : LookupTables{cfg_.filter, cfg_.exact};
-  const uint64_t now = rte_rdtsc();
   track_flows(pkts, n, now);
 
   // 1. Packets their flow decides; the others are classified.
@@ -680,7 +679,7 @@ uint16_t Worker::release_fragments(const QueueLink* q, uint64_t now) {
     // original under the rule's kind, as if each had matched.
     std::array<uint64_t, kRuleKindCount + 1> by_kind;
     for (std::size_t k = 0; k < by_kind.size(); ++k) by_kind[k] = st.dropped_by_kind[k].load(std::memory_order_relaxed);
-    const uint16_t np = process(&fm, 1, UINT32_MAX, pass, drop, &nd, &nbad, &nbig);
+    const uint16_t np = process(&fm, 1, UINT32_MAX, pass, drop, &nd, &nbad, &nbig, now);
     if (np == 0) {
       for (std::size_t k = 0; k < by_kind.size(); ++k)
         if (st.dropped_by_kind[k].load(std::memory_order_relaxed) != by_kind[k])
@@ -748,8 +747,10 @@ void Worker::loop() {
       received += n;
       uint16_t nd = 0, nbad = 0, nbig = 0;
       // IP fragments wait in the stage for the rest of their datagram.
-      const uint16_t nw = frag_ != nullptr ? frag_->intake(pkts, n, rte_rdtsc()) : n;
-      const uint16_t np = process(pkts, nw, max_frame_[li], pass, drop, &nd, &nbad, &nbig);
+      // One clock read per burst (a TSC read is not free in a VM).
+      const uint64_t now = rte_rdtsc();
+      const uint16_t nw = frag_ != nullptr ? frag_->intake(pkts, n, now) : n;
+      const uint16_t np = process(pkts, nw, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port
         LinkStats& lk = cfg_.link_stats[li];
         if (nbad) bump(lk.malformed, nbad);
@@ -763,7 +764,7 @@ void Worker::loop() {
         bump(st.tx_failed, np - sent);
         rte_pktmbuf_free_bulk(pass + sent, np - sent);
       }
-      if (nd != 0 && bucket_ != nullptr) send_rejects(q, drop, nd, rte_rdtsc());
+      if (nd != 0 && bucket_ != nullptr) send_rejects(q, drop, nd, now);
       if (nd != 0) {
         uint16_t dsent = 0;
         if (cfg_.drop_port >= 0) {
@@ -775,7 +776,7 @@ void Worker::loop() {
         if (dsent < nd) rte_pktmbuf_free_bulk(drop + dsent, nd - dsent);
       }
       // Datagrams this burst completed, fragments the stage dropped.
-      const uint16_t released = frag_ != nullptr ? release_fragments(&q, rte_rdtsc()) : 0;
+      const uint16_t released = frag_ != nullptr ? release_fragments(&q, now) : 0;
       bump(st.passed, sent);
       bump(st.dropped, nd);
       bump(st.bursts);

@@ -123,7 +123,7 @@ class Worker {
  private:
   void loop();
   uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
-                   uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig);
+                   uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now);
   void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
   struct MessageSink;
