@@ -5,13 +5,19 @@
 // changes its op allows; re-encoding it decodes to the same canonical entry
 // (so every gateway that reads it applies the same thing); a decoded snapshot
 // re-encodes to the same rules; so does an offline-queue group (the snapshot
-// text is read as one too); an accepted URL names TCP or a Unix socket.
+// text is read as one too); an accepted URL names TCP or a Unix socket;
+// decoding into a reused Entry (as the reader does page after page) gives
+// what a fresh decode gives; and the whole input read as a Redis reply
+// through the FlatReply functions gives the tree hiredis' own reader builds.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include <hiredis/hiredis.h>
+
 #include "cuckoogate/sync/entry.hpp"
+#include "cuckoogate/sync/redis_client.hpp"
 #include "cuckoogate/sync/redis_url.hpp"
 #include "cuckoogate/sync/stream_id.hpp"
 
@@ -53,6 +59,52 @@ void check_entry(const cg::sync::Fields& f) {
   }
   const cg::sync::EntryDecode again = cg::sync::decode_entry(cg::sync::encode_entry(e));
   if (!again.entry || canonical(*again.entry) != canonical(e)) std::abort();
+}
+
+// The reader decodes page after page into the same Entry objects.
+void check_reused(const cg::sync::Fields& f) {
+  static cg::sync::Entry reused;  // whatever the previous input left in it
+  cg::sync::FieldViews v;
+  for (const auto& [k, val] : f) v.emplace_back(k, val);
+  std::string err;
+  const bool ok = cg::sync::decode_entry_into(v, &reused, &err);
+  const cg::sync::EntryDecode fresh = cg::sync::decode_entry(f);
+  if (ok != fresh.entry.has_value()) std::abort();
+  if (ok && (canonical(reused) != canonical(*fresh.entry) || reused.kind != fresh.entry->kind)) std::abort();
+  if (!ok && err != fresh.error) std::abort();
+}
+
+// The flat reply of `resp` against hiredis' own redisReply tree.
+bool same(const cg::sync::FlatReply& f, cg::sync::FlatReply::Ref n, const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+      if (!f.is_array(n) || f.size(n) != r->elements) return false;
+      for (std::size_t i = 0; i < r->elements; ++i)
+        if (!same(f, f.at(n, i), r->element[i])) return false;
+      return true;
+    case REDIS_REPLY_INTEGER:
+      return f.integer(n) == r->integer && !f.is_array(n) && !f.is_nil(n);
+    case REDIS_REPLY_NIL:
+      return f.is_nil(n);
+    case REDIS_REPLY_ERROR:
+      return f.is_error(n) && f.str(n) == std::string_view(r->str, r->len);
+    default:  // string, status
+      return !f.is_error(n) && !f.is_array(n) && f.str(n) == std::string_view(r->str, r->len);
+  }
+}
+
+void check_reply(std::string_view resp) {
+  cg::sync::FlatReply flat;
+  bool complete = false;
+  std::string err;
+  const bool ok = cg::sync::parse_flat_reply(resp, &flat, &complete, &err);
+  redisReader* rd = redisReaderCreate();
+  void* r = nullptr;
+  const bool ok2 = redisReaderFeed(rd, resp.data(), resp.size()) == REDIS_OK && redisReaderGetReply(rd, &r) == REDIS_OK;
+  if (ok != ok2 || (ok && complete != (r != nullptr))) std::abort();
+  if (r != nullptr && !same(flat, flat.root(), static_cast<redisReply*>(r))) std::abort();
+  if (r != nullptr) freeReplyObject(r);
+  redisReaderFree(rd);
 }
 
 }  // namespace
@@ -100,5 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   cg::sync::Fields f;
   for (std::size_t i = 2; i + 1 < parts.size(); i += 2) f.emplace_back(parts[i], parts[i + 1]);
   check_entry(f);
+  check_reused(f);
+  check_reply(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -111,6 +111,26 @@ FlatReply::Ref FlatReply::add_string(Type t, const char* s, std::size_t len, Ref
   return add({t, static_cast<uint32_t>(len), off}, parent, idx);
 }
 
+bool parse_flat_reply(std::string_view resp, FlatReply* out, bool* complete, std::string* err) {
+  *complete = false;
+  out->clear();
+  redisReader* rd = redisReaderCreateWithFunctions(&flat_functions);
+  if (rd == nullptr) {
+    *err = "cannot allocate a reader";
+    return false;
+  }
+  rd->privdata = out;
+  void* r = nullptr;
+  const bool ok = redisReaderFeed(rd, resp.data(), resp.size()) == REDIS_OK && redisReaderGetReply(rd, &r) == REDIS_OK;
+  if (!ok) *err = rd->errstr;
+  if (ok && r != nullptr) {
+    out->set_root(ref(r));
+    *complete = true;
+  }
+  redisReaderFree(rd);  // frees a partial reply through flat_free: nothing
+  return ok;
+}
+
 void ReplyFree::operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 
 bool reply_is_error(const redisReply* r) noexcept { return r != nullptr && r->type == REDIS_REPLY_ERROR; }

@@ -82,6 +82,11 @@ class FlatReply {
   Ref root_ = kNone;
 };
 
+// One reply from raw RESP bytes through the same reader functions as
+// RedisConn::reply_flat (tests and fuzzing). *complete false: the bytes hold
+// only part of a reply. false and *err: a protocol error.
+bool parse_flat_reply(std::string_view resp, FlatReply* out, bool* complete, std::string* err);
+
 class RedisConn {
  public:
   // Connects (with `timeout` for the connect and every later command; TLS
