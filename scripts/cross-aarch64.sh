@@ -82,8 +82,9 @@ pc nlohmann_json "-I$deps/include" "" "$(pkg-config --modversion nlohmann_json)"
 # Libraries that `meson setup` looks up for parts this build never compiles
 # (app/sync, app/quic): empty entries so that set-up passes. A new unconditional
 # dependency() of such a part goes here; one a built target needs must be
-# cross-built like GoogleTest above.
-for m in hiredis libcrypto; do pc "$m" "" "" "$(pkg-config --modversion "$m")"; done
+# cross-built like GoogleTest above. (Without a libssl entry, meson falls back
+# to probing the host's OpenSSL headers with the cross compiler, which fails.)
+for m in hiredis libcrypto libssl; do pc "$m" "" "" "$(pkg-config --modversion "$m")"; done
 # -L too: tests/store links gtest_main by name (-lgtest_main), and meson turns
 # the pkg-config -L/-l pairs into file paths, dropping the -L.
 printf "[properties]\npkg_config_libdir = ['%s']\n[built-in options]\ncpp_link_args = ['-L%s']\n" \
