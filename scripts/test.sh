@@ -36,6 +36,10 @@ count() {  # count <build-dir>: add the results of its last meson test run to th
   fi
 }
 
+# Dependencies first, once: the background builds below and every stage call
+# install-deps.sh too, and two apt-get runs at once would fight over dpkg's lock.
+scripts/install-deps.sh || exit 1
+
 # Builds that no test waits for run in the background, niced to 19: they take
 # the CPU the other stages leave (their tests mostly wait on gateways, sockets
 # and timeouts). Each in its own process group (setsid), ended if test.sh is.

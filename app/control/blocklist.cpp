@@ -581,7 +581,9 @@ void Blocklist::for_each_in_set(std::optional<RuleKind> kind, std::string_view p
     const std::string text = format_rule(*r);
     if (!prefix.empty()) {
       const std::size_t sp = text.find(' ');
-      const std::string_view arg = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
+      // A view into `text` itself (text.substr would make a temporary string).
+      const std::string_view arg =
+          sp == std::string_view::npos ? std::string_view{} : std::string_view(text).substr(sp + 1);
       if (arg.substr(0, prefix.size()) != prefix) continue;
     }
     const uint32_t id = c.value().set_id;
