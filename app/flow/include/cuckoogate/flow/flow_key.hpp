@@ -50,6 +50,18 @@ struct FlowTuple {
   uint8_t family = 4;
 };
 
+namespace detail {
+// The fields after the addresses, in the order the addresses were put.
+inline Side finish_flow_key(const FlowTuple& t, bool swap, uint8_t family, FlowKey& key) noexcept {
+  key.port_a = swap ? t.dport : t.sport;
+  key.port_b = swap ? t.sport : t.dport;
+  key.zone = t.zone;
+  key.proto = t.proto;
+  key.family = family;
+  return swap ? Side::kB : Side::kA;
+}
+}  // namespace detail
+
 // Writes the normalised key of `t` (every byte of `key`, padding included)
 // and returns the side the packet's source is on. A packet whose source and
 // destination are equal (address and port) is on side kA in both directions.
@@ -70,12 +82,7 @@ inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
     const uint32_t a = swap ? d : s, b = swap ? s : d;
     std::memcpy(key.addr_a, &a, 4);
     std::memcpy(key.addr_b, &b, 4);
-    key.port_a = swap ? t.dport : t.sport;
-    key.port_b = swap ? t.sport : t.dport;
-    key.zone = t.zone;
-    key.proto = t.proto;
-    key.family = 4;
-    return swap ? Side::kB : Side::kA;
+    return detail::finish_flow_key(t, swap, 4, key);
   }
   uint64_t s[2], d[2];
   std::memcpy(s, t.src, 16);
@@ -85,12 +92,7 @@ inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
   const bool swap = s0 != d0 ? s0 > d0 : s1 != d1 ? s1 > d1 : t.sport > t.dport;
   std::memcpy(key.addr_a, swap ? d : s, 16);
   std::memcpy(key.addr_b, swap ? s : d, 16);
-  key.port_a = swap ? t.dport : t.sport;
-  key.port_b = swap ? t.sport : t.dport;
-  key.zone = t.zone;
-  key.proto = t.proto;
-  key.family = 6;
-  return swap ? Side::kB : Side::kA;
+  return detail::finish_flow_key(t, swap, 6, key);
 }
 
 }  // namespace cg::flow
