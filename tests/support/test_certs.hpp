@@ -60,6 +60,14 @@ class TestCert {
     if (k != nullptr) std::fclose(k);
     if (!ok) throw std::runtime_error("cannot write " + dir + "/" + name + ".pem/.key");
   }
+  // Writes the key alone to <dir>/<name>.key, encrypted (AES-256-CBC) with `pass`.
+  void write_encrypted_key(const std::string& dir, const std::string& name, const std::string& pass) const {
+    FILE* k = std::fopen((dir + "/" + name + ".key").c_str(), "w");
+    const bool ok = k != nullptr && PEM_write_PKCS8PrivateKey(k, key_, EVP_aes_256_cbc(), pass.data(),
+                                                              static_cast<int>(pass.size()), nullptr, nullptr) == 1;
+    if (k != nullptr) std::fclose(k);
+    if (!ok) throw std::runtime_error("cannot write " + dir + "/" + name + ".key");
+  }
 
  private:
   void extension(X509V3_CTX* ctx, int nid, const char* value) {

@@ -62,6 +62,7 @@ class TlsSyncTest : public ::testing::Test {
     ca.write(dir_, "ca");
     server.write(dir_, "server");
     client.write(dir_, "client");
+    client.write_encrypted_key(dir_, "client-encrypted", "secret");
     other_ca.write(dir_, "other-ca");
     port_ = test::free_tcp_port();
     redis_ = std::make_unique<test::RedisServer>(
@@ -194,6 +195,17 @@ TEST_F(TlsSyncTest, MissingFilesAreNamed) {
   o.url.tls.key_file = dir_ + "/ca.key";  // not the certificate's key
   e = try_connect(o);
   EXPECT_NE(e.find("cannot use the client key"), std::string::npos) << e;
+}
+
+// OpenSSL's default would ask for the passphrase on the terminal and block
+// the control thread on every reconnect: refused at once, saying why.
+TEST_F(TlsSyncTest, AnEncryptedClientKeyIsRefusedWithoutAPrompt) {
+  SyncOptions o = options("a");
+  o.url.tls.key_file = dir_ + "/client-encrypted.key";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = try_connect(o);
+  EXPECT_NE(e.find("encrypted keys are not supported"), std::string::npos) << e;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 }  // namespace

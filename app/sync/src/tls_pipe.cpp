@@ -24,6 +24,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // OpenSSL's queued errors as one line (and the queue emptied).
+// A PEM key file protected by a passphrase (PKCS#8 "ENCRYPTED PRIVATE KEY",
+// or a traditional key with a Proc-Type: 4,ENCRYPTED header).
+bool pem_is_encrypted(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::array<char, 4096> head{};
+  const ssize_t n = ::read(fd, head.data(), head.size() - 1);
+  ::close(fd);
+  return n > 0 && std::strstr(head.data(), "ENCRYPTED") != nullptr;
+}
+
 std::string ssl_errors() {
   std::string out;
   char buf[256];
@@ -130,6 +141,9 @@ std::unique_ptr<TlsPipe> TlsPipe::open(const std::string& host, uint16_t port, c
     *err = where + "cannot create an OpenSSL context: " + ssl_errors();
     return nullptr;
   }
+  // No passphrase source: OpenSSL's default asks on the terminal, which
+  // would block the control thread on every reconnect.
+  SSL_CTX_set_default_passwd_cb(p->ctx_, [](char*, int, int, void*) { return 0; });
   SSL_CTX_set_min_proto_version(p->ctx_, TLS1_2_VERSION);
   SSL_CTX_set_verify(p->ctx_, SSL_VERIFY_PEER, nullptr);
   SSL_CTX_set_mode(p->ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -155,7 +169,10 @@ std::unique_ptr<TlsPipe> TlsPipe::open(const std::string& host, uint16_t port, c
     }
     if (SSL_CTX_use_PrivateKey_file(p->ctx_, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(p->ctx_) != 1) {
-      *err = where + "cannot use the client key '" + o.key_file + "': " + ssl_errors();
+      *err = where + "cannot use the client key '" + o.key_file + "': " +
+             (pem_is_encrypted(o.key_file) ? "it is encrypted, and encrypted keys are not supported "
+                                             "(give an unencrypted key, readable by the gateway only)"
+                                           : ssl_errors());
       return nullptr;
     }
   }
