@@ -70,12 +70,7 @@ struct MapApplier : Applier {
   }
 };
 
-Entry add(std::string_view text, int64_t exp = 0) {
-  Entry e;
-  e.op = EntryOp::kAdd;
-  e.changes.push_back({false, *parse_rule(text).rule, exp});
-  return e;
-}
+using test::add;
 Entry del(std::string_view text) {
   Entry e = add(text);
   e.op = EntryOp::kDel;

@@ -42,12 +42,7 @@ struct SetApplier : Applier {
   void dump(std::vector<EntryChange>*) const override {}
 };
 
-Entry add(std::string_view text) {
-  Entry e;
-  e.op = EntryOp::kAdd;
-  e.changes.push_back({false, *parse_rule(text).rule, 0});
-  return e;
-}
+using test::add;
 
 class TlsSyncTest : public ::testing::Test {
  protected:
