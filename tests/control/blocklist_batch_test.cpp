@@ -16,17 +16,14 @@
 
 #include "control/blocklist.hpp"
 #include "eal_test_main.hpp"
+#include "rule_text.hpp"
 
 namespace cg {
 namespace {
 
 std::string g_dir;
 
-Rule R(const std::string& text) {
-  RuleParse p = parse_rule(text);
-  EXPECT_TRUE(p.rule) << text;
-  return p.rule.value_or(Rule{});
-}
+using test::R;
 
 std::unique_ptr<Blocklist> open(const std::string& name, const std::string& state, std::size_t capacity = 4096) {
   Blocklist::Options o;

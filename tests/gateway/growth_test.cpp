@@ -18,6 +18,7 @@
 
 #include "control/blocklist.hpp"
 #include "eal_test_main.hpp"
+#include "rule_text.hpp"
 
 namespace cg {
 namespace {
@@ -25,11 +26,7 @@ namespace {
 std::string g_dir;
 int g_instance = 0;
 
-Rule R(const std::string& text) {
-  RuleParse p = parse_rule(text);
-  if (!p.rule) ADD_FAILURE() << text << ": " << p.error.message();
-  return p.rule.value_or(Rule{});
-}
+using test::R;
 
 // Rule i of a mix of kinds, including IPv6 prefixes (probed in the filter).
 std::string rule_text(std::size_t i) {

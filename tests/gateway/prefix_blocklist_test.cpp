@@ -12,6 +12,7 @@
 #include "cuckoogate/keys/classify.hpp"
 #include "eal_test_main.hpp"
 #include "packet_builder.hpp"
+#include "rule_text.hpp"
 
 namespace cg {
 namespace {
@@ -19,11 +20,7 @@ namespace {
 std::string g_dir;
 int g_instance = 0;
 
-Rule R(std::string_view text) {
-  RuleParse p = parse_rule(text);
-  if (!p.rule) ADD_FAILURE() << text << ": " << p.error.message();
-  return p.rule.value_or(Rule{});
-}
+using test::R;
 
 class Prefixes : public testing::Test {
  protected:

@@ -12,17 +12,14 @@
 #include "control/blocklist.hpp"
 #include "control/protocol.hpp"
 #include "eal_test_main.hpp"
+#include "rule_text.hpp"
 
 namespace cg {
 namespace {
 
 std::string g_dir;
 
-Rule R(const std::string& text) {
-  RuleParse p = parse_rule(text);
-  EXPECT_TRUE(p.rule) << text;
-  return *p.rule;
-}
+using test::R;
 
 std::vector<Rule> rules(const std::vector<std::string>& texts) {
   std::vector<Rule> out;
