@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-total_ok=0; total_fail=0; status=0
+total_ok=0; total_fail=0; status=0; failed_names=""
 run() {  # run <build-dir> <meson test args...>
   local dir=$1; shift
   echo "== $dir: meson test $*"
@@ -33,6 +33,19 @@ count() {  # count <build-dir>: add the results of its last meson test run to th
     ok=$(grep -c '"result": "OK"' "$log" || true)
     fail=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
     total_ok=$((total_ok + ok)); total_fail=$((total_fail + fail))
+    # Named again at the end, with the tail of their output: CI shows only
+    # the tail of a long log.
+    local names
+    names=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t["result"] in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
+        print("  %s: %s %s (%.1f s)" % (sys.argv[2], t["result"], t["name"], t["duration"]))
+        for out in (t.get("stdout") or "").splitlines()[-25:]:
+            print("    | " + out[:300])
+' "$log" "$1")
+    [ -n "$names" ] && failed_names+="$names"$'\n'
   fi
 }
 
@@ -83,6 +96,7 @@ else
 fi
 if [ -f build-aarch64/meson-logs/testlog.json ]; then count build-aarch64; else total_fail=$((total_fail + 1)); fi
 
+[ -n "$failed_names" ] && printf 'failed tests:\n%s' "$failed_names"
 echo "tests: ${total_ok} passed, ${total_fail} failed"
 [ $total_fail -ne 0 ] && status=1
 exit $status
