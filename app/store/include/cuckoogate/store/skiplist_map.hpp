@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "cuckoogate/store/epoch.hpp"
+#include "cuckoogate/store/node_arena.hpp"
 
 namespace cg::store {
 
@@ -71,6 +72,7 @@ class SkipListMap {
       : owned_domain_(domain == nullptr ? std::make_unique<EpochDomain>() : nullptr),
         domain_(domain == nullptr ? owned_domain_.get() : domain),
         seed_(seed),
+        arena_(NodeArena::create()),
         head_(create_head()) {}
 
   // Requires exclusive access: no other call in flight, no Cursor alive.
@@ -82,6 +84,9 @@ class SkipListMap {
       n = next;
     }
     destroy_head(head_);
+    // Nodes still retired in the domain are freed into the arena later; it
+    // lives until the last of them is.
+    arena_->release_owner();
     if (owned_domain_) owned_domain_->drain(64);
   }
 
@@ -116,14 +121,16 @@ class SkipListMap {
 
   EpochDomain& domain() const noexcept { return *domain_; }
 
-  // Heap bytes of the entries (retired ones waiting for the epoch domain not
-  // counted): each node's allocation plus its value's heap parts
+  // Bytes of the entries (retired ones waiting for the epoch domain not
+  // counted): each node's size in the arena (or its malloc chunk, for the
+  // rare node too big for it) plus its value's heap parts
   // (value_heap_bytes(const V&), found by argument-dependent lookup; 0 when
-  // none is declared), each rounded as glibc malloc rounds a chunk. An
-  // estimate of what the map holds resident, for `info`.
+  // none is declared, rounded as glibc malloc rounds a chunk), plus the
+  // arena's freed nodes kept for reuse. An estimate of what the map holds
+  // resident, for `info` (a block's untouched tail is not counted).
   std::size_t memory_bytes() const noexcept {
     const auto n = bytes_.load(std::memory_order_relaxed);
-    return n < 0 ? 0 : static_cast<std::size_t>(n);
+    return (n < 0 ? 0 : static_cast<std::size_t>(n)) + arena_->stats().free_bytes;
   }
 
   class Cursor;
@@ -174,24 +181,34 @@ class SkipListMap {
   struct DataNode : Node {
     // One allocation: [tower: h links][DataNode][key bytes]. The key lives
     // in the node (no std::string: 32 bytes and, past 15 bytes, a second
-    // allocation per entry saved).
-    static DataNode* create(std::string_view k, V&& v, int h) {
+    // allocation per entry saved). From the map's NodeArena, or from
+    // operator new past NodeArena::kMaxChunk (decided by the size alone, so
+    // destroy() needs no note of where a node came from).
+    static std::size_t alloc_size(int h, std::size_t key_len) noexcept {
+      return static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>) + sizeof(DataNode) + key_len;
+    }
+    static DataNode* create(NodeArena& arena, std::string_view k, V&& v, int h) {
       const std::size_t tower = static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>);
-      char* mem = static_cast<char*>(::operator new(tower + sizeof(DataNode) + k.size()));
+      const std::size_t size = alloc_size(h, k.size());
+      const bool in_arena = NodeArena::is_arena_size(size);
+      char* mem = static_cast<char*>(in_arena ? arena.allocate(size) : ::operator new(size));
       auto* links = reinterpret_cast<std::atomic<std::uintptr_t>*>(mem);
       for (int i = 0; i < h; ++i) ::new (&links[i]) std::atomic<std::uintptr_t>(0);
       try {
         return ::new (mem + tower) DataNode(k, std::move(v), h);
       } catch (...) {
-        ::operator delete(mem);
+        if (in_arena) NodeArena::deallocate(mem, size);
+        else ::operator delete(mem);
         throw;
       }
     }
     static void destroy(DataNode* n) noexcept {
       char* mem = reinterpret_cast<char*>(n) - static_cast<std::size_t>(n->height) *
                                                    sizeof(std::atomic<std::uintptr_t>);
+      const std::size_t size = alloc_size(n->height, n->key_len);
       n->~DataNode();
-      ::operator delete(mem);
+      if (NodeArena::is_arena_size(size)) NodeArena::deallocate(mem, size);
+      else ::operator delete(mem);
     }
     std::string_view key() const noexcept {
       return {reinterpret_cast<const char*>(this + 1), this->key_len};
@@ -257,8 +274,9 @@ class SkipListMap {
     return static_cast<std::int64_t>(std::max<std::size_t>(32, (n + 8 + 15) & ~std::size_t{15}));
   }
   static std::int64_t node_bytes(const DataNode* n) noexcept {
-    return chunk_bytes(static_cast<std::size_t>(n->height) * sizeof(std::atomic<std::uintptr_t>) +
-                       sizeof(DataNode) + n->key_len) +
+    const std::size_t size = DataNode::alloc_size(n->height, n->key_len);
+    return (NodeArena::is_arena_size(size) ? static_cast<std::int64_t>(NodeArena::chunk_size(size))
+                                           : chunk_bytes(size)) +
            chunk_bytes(value_heap_bytes(n->value));
   }
 
@@ -323,6 +341,7 @@ class SkipListMap {
   std::unique_ptr<EpochDomain> owned_domain_;
   EpochDomain* domain_;
   const std::uint64_t seed_;
+  NodeArena* const arena_;  // data nodes' memory (released, not deleted, by the destructor)
   std::atomic<std::uint64_t> height_counter_{0};
   std::atomic<std::int64_t> count_{0};
   mutable std::atomic<std::int64_t> bytes_{0};  // memory_bytes(); relaxed, a statistic
@@ -700,7 +719,7 @@ InsertResult SkipListMap<V>::insert_at(std::string_view key, V&& value, Node* co
         }
         if (c == 0) return InsertResult::exists;
       }
-      if (z.p == nullptr) z.p = DataNode::create(key, std::move(value), random_height());
+      if (z.p == nullptr) z.p = DataNode::create(*arena_, key, std::move(value), random_height());
       z.p->next.store(n, std::memory_order_relaxed);
       Node* expected = n;
       // Release: the node's key, value and tower are initialised before it
