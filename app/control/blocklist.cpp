@@ -48,6 +48,48 @@ class PendingScope {
   std::vector<const Rule*>& p_;
 };
 
+// Many rules' order keys in one buffer (no string per rule), and the rules'
+// positions sorted once by key, ties by position: equal keys become
+// neighbours in input order, and the store gets its keys in order.
+class SortedKeys {
+ public:
+  template <class RuleAt>
+  SortedKeys(std::size_t n, RuleAt rule_at) : at_(n + 1) {
+    for (std::size_t i = 0; i < n; ++i) {
+      at_[i] = keys_.size();
+      append_rule_order_key(rule_at(i), &keys_);
+    }
+    at_[n] = keys_.size();
+    // The first 8 key bytes as a big-endian number order like the keys when
+    // they differ: most comparisons end there.
+    struct Item {
+      uint64_t prefix;
+      uint32_t i;
+    };
+    std::vector<Item> sorted(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string_view k = key(i);
+      uint64_t p = 0;
+      for (std::size_t b = 0; b < 8; ++b) p = (p << 8) | (b < k.size() ? static_cast<unsigned char>(k[b]) : 0u);
+      sorted[i] = {p, static_cast<uint32_t>(i)};
+    }
+    std::sort(sorted.begin(), sorted.end(), [&](const Item& a, const Item& b) {
+      if (a.prefix != b.prefix) return a.prefix < b.prefix;
+      const int c = key(a.i).compare(key(b.i));
+      return c != 0 ? c < 0 : a.i < b.i;
+    });
+    order_.reserve(n);
+    for (const Item& it : sorted) order_.push_back(it.i);
+  }
+  std::string_view key(std::size_t i) const { return std::string_view(keys_).substr(at_[i], at_[i + 1] - at_[i]); }
+  const std::vector<uint32_t>& order() const noexcept { return order_; }  // positions in key order
+
+ private:
+  std::string keys_;
+  std::vector<std::size_t> at_;  // key i is keys_[at_[i], at_[i + 1])
+  std::vector<uint32_t> order_;
+};
+
 }  // namespace
 
 // The filter's table: NUMA-local EAL memory when EAL has hugepages; with
@@ -402,6 +444,109 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
   return out;
 }
 
+std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>& changes,
+                                                       const store::RuleStore::Mark* mark) {
+  const std::size_t n = changes.size();
+  std::vector<Outcome> out(n, Outcome::kNotApplied);
+  const SortedKeys sorted(n, [&](std::size_t i) -> const Rule& { return changes[i].rule; });
+  const std::vector<uint32_t>& order = sorted.order();
+  // Per key, its changes in input order (order[b, e)) give each one's outcome
+  // as apply() would, and the key's net effect: what the store and the
+  // lookup tables must do so that they end as after applying them in order.
+  std::vector<store::RuleStore::Change> sc;
+  std::vector<std::pair<uint32_t, uint32_t>> sc_run;  // the [b, e) of each store change's key
+  std::vector<uint32_t> inserts;                      // changes whose rule enters the lookup tables
+  std::vector<uint32_t> removes;                      // changes whose rule leaves them after the sync
+  sc.reserve(n);
+  sc_run.reserve(n);
+  {
+    store::RuleStore::Finder finder = store_->finder();  // keys increase: each search starts at the last
+    for (std::size_t b = 0; b < n;) {
+      const std::string_view k = sorted.key(order[b]);
+      std::size_t e = b + 1;
+      while (e < n && sorted.key(order[e]) == k) ++e;
+      const store::RuleMeta* m = finder.find(k);
+      const bool was = m != nullptr;
+      bool present = was, expiring = was && m->expiry_unix_ms != 0, deleted = false, updated = false;
+      uint32_t creator = 0, any = order[b];  // the add that made it present last; any change of the key
+      int64_t ttl = 0;                       // the lifetime the last effective add gave it
+      for (std::size_t j = b; j < e; ++j) {
+        const uint32_t i = order[j];
+        const Change& c = changes[i];
+        if (c.op == Change::Op::kDel) {
+          out[i] = present ? Outcome::kDeleted : Outcome::kAbsent;
+          deleted = deleted || present;
+          present = false;
+        } else if (!present) {
+          out[i] = Outcome::kAdded;
+          present = true;
+          creator = i;
+          ttl = c.ttl_ms;
+          expiring = c.ttl_ms > 0;
+        } else if (!expiring && c.ttl_ms == 0) {
+          out[i] = Outcome::kExists;  // the latest add defines the lifetime: unchanged
+        } else {
+          out[i] = Outcome::kUpdated;
+          updated = true;
+          ttl = c.ttl_ms;
+          expiring = c.ttl_ms > 0;
+        }
+      }
+      const auto run = std::make_pair(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+      using SOp = store::RuleStore::Change::Op;
+      if (was && (deleted || !present)) {  // gone, or gone and added again (a new rule: new id)
+        sc.push_back({SOp::del, k, {}, 0, {}});
+        sc_run.push_back(run);
+        if (!present) removes.push_back(any);  // else its lookup entry stays, as in apply()
+      }
+      if (present && (!was || deleted)) {
+        if (!was) inserts.push_back(creator);
+        sc.push_back({SOp::add, k, {}, ttl, store_set_name(changes[creator].set)});  // no text: the key is the rule
+        sc_run.push_back(run);
+      } else if (present && updated) {
+        sc.push_back({SOp::add, k, {}, ttl, {}});  // a lifetime change (the store may find it unchanged)
+        sc_run.push_back(run);
+      }
+      b = e;
+    }
+  }  // the finder's pin ends here, before the inserts
+  {
+    // Room for every new rule at once (one growth); a rule the tables refuse
+    // even so is left to apply(), which reports kFull change by change.
+    const PendingScope pending(pending_);
+    bool room = ensure_room(inserts.size());
+    std::size_t done = 0;
+    while (room && done < inserts.size() && insert_lookup(changes[inserts[done]].rule)) ++done;
+    room = room && done == inserts.size();
+    if (room) {
+      std::vector<store::Errc> res;
+      const store::Status st = store_->apply(sc, &res, mark);
+      if (!st.ok()) {
+        // Not durable, so not acknowledged: undone, as in apply().
+        for (std::size_t j = 0; j < inserts.size(); ++j) remove_lookup(changes[inserts[j]].rule);
+        last_error_ = st.to_string();
+        if (mark != nullptr) return std::vector<Outcome>(n, Outcome::kIoError);
+        for (const auto& [b, e] : sc_run)
+          for (uint32_t j = b; j < e; ++j) out[order[j]] = Outcome::kIoError;
+        return out;
+      }
+      // A new rule the store refused (a record too large to journal) must not
+      // stay in the lookup tables; its adds report kFull, as in apply().
+      for (std::size_t q = 0; q < sc.size(); ++q) {
+        if (res[q] != store::Errc::invalid_argument) continue;
+        const auto [b, e] = sc_run[q];
+        if (!store_->contains(sc[q].key)) remove_lookup(changes[order[b]].rule);
+        for (uint32_t j = b; j < e; ++j)
+          if (changes[order[j]].op == Change::Op::kAdd) out[order[j]] = Outcome::kFull;
+      }
+      for (const uint32_t i : removes) remove_lookup(changes[i].rule);
+      return out;
+    }
+    for (std::size_t j = 0; j < done; ++j) remove_lookup(changes[inserts[j]].rule);
+  }
+  return apply(changes, /*atomic=*/false, mark);
+}
+
 bool Blocklist::contains(const Rule& r) const { return store_->contains(rule_order_key(r)); }
 
 Blocklist::Result Blocklist::flush(std::size_t* n) {
@@ -433,36 +578,10 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std::string_view set) {
   BatchResult res;
   const std::size_t n = rules.size();
-  // Every rule's order key in one buffer (no string per rule), then the rules
-  // in key order, sorted once: duplicates become neighbours (the first in the
+  // The rules in key order: duplicates become neighbours (the first in the
   // input wins: ties by position), the store's searches share their path, and
   // the store gets the batch already sorted (it does not sort again).
-  std::string keys;
-  std::vector<std::size_t> key_at(n + 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    key_at[i] = keys.size();
-    append_rule_order_key(rules[i], &keys);
-  }
-  key_at[n] = keys.size();
-  const auto key = [&](std::size_t i) { return std::string_view(keys).substr(key_at[i], key_at[i + 1] - key_at[i]); };
-  // The first 8 key bytes as a big-endian number order like the keys when
-  // they differ: most comparisons end there.
-  struct Item {
-    uint64_t prefix;
-    uint32_t i;
-  };
-  std::vector<Item> sorted(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string_view k = key(i);
-    uint64_t p = 0;
-    for (std::size_t b = 0; b < 8; ++b) p = (p << 8) | (b < k.size() ? static_cast<unsigned char>(k[b]) : 0u);
-    sorted[i] = {p, static_cast<uint32_t>(i)};
-  }
-  std::sort(sorted.begin(), sorted.end(), [&](const Item& a, const Item& b) {
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    const int c = key(a.i).compare(key(b.i));
-    return c != 0 ? c < 0 : a.i < b.i;
-  });
+  SortedKeys sorted(n, [&](std::size_t i) -> const Rule& { return rules[i]; });
   // In key order: the new rules (fresh), and the store's requests, which
   // also hold present rules that have an expiry: this add makes them
   // permanent (the latest add defines the lifetime); their lookup entries
@@ -478,8 +597,8 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
   bool have_prev = false;
   {
     store::RuleStore::Finder finder = store_->finder();  // keys increase: each search starts at the last
-    for (const Item& it : sorted) {
-      const std::string_view k = key(it.i);
+    for (const uint32_t i : sorted.order()) {
+      const std::string_view k = sorted.key(i);
       if (have_prev && k == prev) {  // a repeat inside the batch
         ++res.existed;
         continue;
@@ -491,12 +610,11 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
         else ++res.existed;
         continue;
       }
-      fresh.push_back(it.i);
+      fresh.push_back(i);
       fresh_req.push_back(reqs.size());
       reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
     }
   }  // the finder's pin ends here, before the inserts
-  std::vector<Item>().swap(sorted);
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rules[fresh[j]]);
   };

@@ -127,6 +127,19 @@ class Blocklist {
   // docs/sync.md). If it cannot be written, every outcome is kIoError.
   std::vector<Outcome> apply(const std::vector<Change>& changes, bool atomic,
                              const store::RuleStore::Mark* mark = nullptr);
+  // apply(changes, /*atomic=*/false, mark) for the Redis sync's runs of
+  // add/del entries (catch-up batches of up to 50 000): the same outcomes and
+  // the same final state, reached in rule-key order. The changes are sorted once by key (a rule's changes stay
+  // in their order), each key's changes reduce to its net effect (an add
+  // followed by a del of a rule that was absent touches nothing), new rules
+  // enter the lookup tables after one growth, and the store gets its records
+  // in key order (one ordered pass, one journal sync with the mark). After a
+  // crash during the sync, any subset of the group's net effects may be in
+  // the journal, without the mark: applying the group again from the
+  // previous mark gives the same final state (every op sets a rule's state).
+  // If the tables refuse a new rule even after growing, the group is applied
+  // by apply() instead (kFull change by change).
+  std::vector<Outcome> apply_group(const std::vector<Change>& changes, const store::RuleStore::Mark* mark = nullptr);
   // A mark alone (one journal sync), and a mark's value (nullopt: never set).
   Result set_mark(const store::RuleStore::Mark& mark);
   std::optional<std::string> mark(std::string_view name) const { return store_->mark(name); }

@@ -346,7 +346,10 @@ bool BlocklistSync::commit_group(std::vector<Blocklist::Change>& group, std::vec
                                  sync::StreamId last, std::string* err) {
   const std::string v = last.str();
   const store::RuleStore::Mark m{kMarkName, v};
-  const std::vector<Blocklist::Outcome> out = b_.apply(group, /*atomic=*/false, &m);
+  // In key order with one journal sync (apply_group): the same outcomes and
+  // final set as applying the run in stream order; a crash before the sync
+  // completes leaves the previous mark, so the run is read and applied again.
+  const std::vector<Blocklist::Outcome> out = b_.apply_group(group, &m);
   if (io_failed(out)) {
     *err = b_.last_error();
     return false;
@@ -365,9 +368,13 @@ bool BlocklistSync::apply(std::span<const sync::Received> entries, std::string* 
   const int64_t now = b_.now_ms();
   // Runs of add/del entries go to the Blocklist as one group (one journal
   // sync, with the mark of the run's last entry); the other ops alone.
-  std::vector<Blocklist::Change> group;
-  std::vector<sync::StreamId> group_ids;
-  group.reserve(entries.size());  // a catch-up batch is 50 000 entries: no regrowth copies
+  // Reused from batch to batch (members): a catch-up batch is 50 000 entries,
+  // whose change vector would otherwise be fresh pages (faults) every time.
+  std::vector<Blocklist::Change>& group = group_;
+  std::vector<sync::StreamId>& group_ids = group_ids_;
+  group.clear();
+  group_ids.clear();
+  group.reserve(entries.size());  // no regrowth copies
   group_ids.reserve(entries.size());
   sync::StreamId pending_mark;  // an ID applied but not yet journalled
   bool unmarked = false;

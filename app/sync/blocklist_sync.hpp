@@ -124,6 +124,8 @@ class BlocklistSync final : public sync::Applier, public Replicator {
   std::size_t first_line_ = 0;    // entries of outbox_.front() already in the stream
   std::size_t outbox_bytes_ = 0;
   std::vector<Rule> startup_;     // the start-up load, until it is in the stream
+  std::vector<Blocklist::Change> group_;  // apply()'s run of add/del entries (capacity kept)
+  std::vector<sync::StreamId> group_ids_;
   std::string startup_token_;
 };
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <fstream>
@@ -222,6 +223,91 @@ TEST_F(SyncTest, AKilledGatewayRestartsWithExactlyTheOthersSet) {
   // It resumed after its recorded ID: only what it missed was read.
   EXPECT_EQ(num(stats(b2->ctl()), "sync.applied"), 31u);
   EXPECT_EQ(stats(b2->ctl()).at("sync.last_applied_id"), stats(a->ctl()).at("sync.last_applied_id"));
+}
+
+// The bytes of the gateway's journal files (0 before the first): they grow
+// once per catch-up batch, at its journal sync.
+std::uintmax_t journal_bytes(const std::string& state) {
+  std::uintmax_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(state, ec))
+    if (e.path().extension() == ".cgj") n += std::filesystem::file_size(e.path(), ec);
+  return n;
+}
+
+// A catch-up is applied in batches of 50 000 entries, each in rule-key order
+// with one journal sync and the batch's last ID as the mark
+// (Blocklist::apply_group): a gateway killed while catching up (SIGKILL, once
+// just after a batch reached its journal, once a moment later) restarts from
+// the last batch it recorded and ends with exactly the writer's set.
+TEST_F(SyncTest, AGatewayKilledDuringACatchUpResumesToExactlyTheWritersSet) {
+  // The writer's log: adds (some expiring in an hour), dels of earlier rules,
+  // re-adds, and adds followed by their del a few entries later (inside one
+  // batch): about 240 000 entries, piped into Redis with redis-cli --pipe.
+  std::string resp;
+  std::map<std::string, bool> want;  // rule -> expiring
+  const std::string expiry = std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() + 3'600'000);
+  std::size_t entries = 0;
+  auto xadd = [&](std::initializer_list<std::string> fields) {
+    resp += "*" + std::to_string(3 + fields.size()) + "\r\n$4\r\nXADD\r\n$16\r\ncuckoogate:rules\r\n$1\r\n*\r\n";
+    for (const std::string& f : fields) resp += "$" + std::to_string(f.size()) + "\r\n" + f + "\r\n";
+    ++entries;
+  };
+  auto rule = [](int i) {
+    return "src 10." + std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255);
+  };
+  auto add = [&](int i, bool expiring) {
+    if (expiring) xadd({"op", "add", "rule", rule(i), "ttl", expiry});
+    else xadd({"op", "add", "rule", rule(i)});
+    want[rule(i)] = expiring;
+  };
+  auto del = [&](int i) {
+    xadd({"op", "del", "rule", rule(i)});
+    want.erase(rule(i));
+  };
+  for (int i = 0; i < 150000; ++i) {
+    add(i, i % 7 == 0);
+    if (i % 3 == 0) del(i / 2);
+    if (i % 11 == 0) add(i / 2, false);
+    if (i % 13 == 0) {
+      add(200000 + i, false);
+      del(200000 + i);
+    }
+  }
+  const std::string file = dir_ + "/backlog.resp";
+  std::ofstream(file, std::ios::binary) << resp;
+  ASSERT_EQ(std::system(("redis-cli -s '" + redis_->socket() + "' --pipe < '" + file + "' > /dev/null").c_str()), 0);
+  std::string last = redis_->cli({"XREVRANGE", "cuckoogate:rules", "+", "-", "COUNT", "1"});
+  last = last.substr(0, last.find('\n'));  // the last entry's ID
+  const std::string state = dir_ + "/state-k";
+  for (int kill = 0; kill < 2; ++kill) {
+    auto b = Gw::run("kb" + std::to_string(kill), redis_->url(), state);
+    ASSERT_TRUE(b->up()) << b->err();
+    // Killed once the journal has grown by a batch (the next one is being
+    // read or applied), the second time a moment later.
+    const std::uintmax_t before = journal_bytes(state);
+    ASSERT_TRUE(eventually([&] { return journal_bytes(state) > before + 4096; }, 60s)) << b->err();
+    if (kill == 1) std::this_thread::sleep_for(15ms);
+    b->proc().signal(SIGKILL);
+    b->proc().wait(10s);
+  }
+  auto b = Gw::run("kb2", redis_->url(), state);
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return stats(b->ctl()).at("sync.last_applied_id") == last; }, 120s))
+      << b->err() << last;
+  std::map<std::string, bool> got;
+  for (const std::string& l : b->list()) {
+    const auto t = l.find(" ttl=");
+    got[l.substr(0, t)] = t != std::string::npos;
+  }
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want);
+  // The restarts resumed after their recorded IDs: at least the first batch
+  // (recorded before the first kill) was not read again.
+  EXPECT_LE(num(stats(b->ctl()), "sync.applied"), entries - 50000);
+  EXPECT_GT(entries, 200000u);
 }
 
 TEST_F(SyncTest, RedisDownKeepsFilteringRefusesWritesAndConvergesWhenBack) {

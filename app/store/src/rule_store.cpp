@@ -415,6 +415,8 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
   if (mark != nullptr && mark->name.empty()) return {Errc::invalid_argument, "a mark needs a name"};
   results->assign(changes.size(), Errc::ok);
   if (Status s = check_writable(); !s.ok()) return s;
+  if (std::is_sorted(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.key < b.key; }))
+    return apply_sorted(changes, results, mark, atomic);
   const std::int64_t now = clock_();
   std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
   // The state of the keys this group touched so far (nullopt: deleted).
@@ -465,6 +467,139 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
   }
   if (!log_) mem_seq_ = next_id - 1;
   for (auto& r : recs) apply_in_memory(std::move(r));
+  return Status::Ok();
+}
+
+Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark,
+                               bool atomic) {
+  const std::int64_t now = clock_();
+  std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
+  // What each effective change does, in the order of `changes` (= key order).
+  enum class Kind : std::uint8_t { fresh, update, del };
+  struct Step {
+    std::uint32_t change;
+    Kind kind;
+    std::uint32_t set_id;  // fresh: the new rule's set
+    std::uint64_t id;      // fresh: the new rule's id
+  };
+  std::vector<Step> steps;
+  std::vector<StoreRecord> updates;  // a present rule's new lifetime (rare), one per update step
+  steps.reserve(changes.size());
+  std::string_view last_set;
+  std::uint32_t last_set_id = intern_set(last_set);
+  {
+    // The changes of one key are neighbours: the finder looks each key up
+    // once (from where the previous search ended), and `cur` follows its
+    // state through the key's changes, as apply()'s map of touched keys does.
+    auto finder = rules_.ordered_finder();
+    std::optional<RuleMeta> cur;
+    std::string_view cur_key;
+    bool have_key = false;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      const Change& c = changes[i];
+      if (c.key.empty() || (c.op == Change::Op::add && !add_is_valid(c.key, c.text, c.ttl_ms))) {
+        (*results)[i] = Errc::invalid_argument;
+        continue;
+      }
+      if (!have_key || c.key != cur_key) {
+        const RuleMeta* p = finder.find(c.key);  // valid until the next find
+        cur = p != nullptr ? std::optional<RuleMeta>(*p) : std::nullopt;
+        cur_key = c.key;
+        have_key = true;
+      }
+      const auto at = static_cast<std::uint32_t>(i);
+      if (c.op == Change::Op::del) {
+        if (!cur) {
+          (*results)[i] = Errc::absent;
+          continue;
+        }
+        steps.push_back({at, Kind::del, 0, 0});
+        cur.reset();
+        continue;
+      }
+      if (cur) {
+        (*results)[i] = add_onto_present(*cur, c.ttl_ms);
+        if ((*results)[i] == Errc::exists) continue;
+        updates.push_back(add_record(c.key, c.text, c.ttl_ms, now, &*cur, set_name(cur->set_id), &next_id));
+        cur->expiry_unix_ms = updates.back().expiry_unix_ms;
+        steps.push_back({at, Kind::update, 0, 0});
+        continue;
+      }
+      if (c.set != last_set) {
+        last_set = c.set;
+        last_set_id = intern_set(c.set);
+      }
+      const std::uint64_t id = next_id++;
+      cur = RuleMeta{id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.text, last_set_id};
+      steps.push_back({at, Kind::fresh, last_set_id, id});
+    }
+  }  // the finder's pin ends before the journal's I/O
+  const std::size_t records = steps.size() + (mark != nullptr ? 1 : 0);
+  if (log_ && records > 0) {
+    std::string payload;
+    Status st = Status::Ok();
+    auto put = [&](const StoreRecord& r) {
+      payload.clear();
+      encode_record(r, &payload);
+      if (st.ok()) st = log_->append(payload);
+    };
+    if (atomic && records > 1) {
+      StoreRecord txn;
+      txn.op = RecordOp::txn;
+      txn.id = records;  // the records that follow, all or none at replay
+      put(txn);
+    }
+    StoreRecord del;
+    del.op = RecordOp::del;
+    std::size_t u = 0;
+    for (const Step& s : steps) {
+      const Change& c = changes[s.change];
+      if (!st.ok()) break;
+      switch (s.kind) {
+        case Kind::fresh:
+          payload.clear();
+          encode_add_record(s.id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.key, c.set, c.text, &payload);
+          st = log_->append(payload);
+          break;
+        case Kind::update: put(updates[u++]); break;
+        case Kind::del:
+          del.key.assign(c.key);
+          put(del);
+          break;
+      }
+    }
+    if (mark != nullptr) put(mark_record(*mark));
+    if (st.ok()) st = log_->sync();
+    if (!st.ok()) {
+      failed_ = true;
+      for (const Step& s : steps) (*results)[s.change] = Errc::io_error;
+      return st;
+    }
+    note_synced();
+  }
+  if (!log_) mem_seq_ = next_id - 1;
+  // In key order again: new rules through the ordered inserter (the key was
+  // absent when looked up, or deleted by an earlier step of this group).
+  auto inserter = rules_.ordered_inserter();
+  std::size_t u = 0;
+  for (const Step& s : steps) {
+    const Change& c = changes[s.change];
+    switch (s.kind) {
+      case Kind::fresh: {
+        const std::int64_t expiry = c.ttl_ms > 0 ? now + c.ttl_ms : 0;
+        if (expiry != 0) ttl_.schedule(expiry, c.key);
+        inserter.insert(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id});
+        break;
+      }
+      case Kind::update: apply_in_memory(std::move(updates[u++])); break;
+      case Kind::del: {
+        RuleMeta m;
+        if (rules_.erase(c.key, &m) == EraseResult::erased && m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, c.key);
+        break;
+      }
+    }
+  }
+  if (mark != nullptr) apply_in_memory(mark_record(*mark));
   return Status::Ok();
 }
 

@@ -178,6 +178,10 @@ class RuleStore {
   // atomic: the group's records are journalled as one transaction (a txn
   // record first, docs/store.md): after a crash at any point, a restart
   // restores all of the group or none of it.
+  //
+  // Changes whose keys never decrease (Blocklist::apply_group sorts them) are
+  // looked up and new rules inserted in one ordered pass each (the skip
+  // list's fingers), not with a search from the head per change.
   Status apply(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark = nullptr,
                bool atomic = false);
   // Journals a mark alone (one fsync). ok, invalid_argument (empty name), io_error.
@@ -236,6 +240,11 @@ class RuleStore {
   Status check_writable() const;
   Status add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
                   RuleMeta* first_added);
+  // apply() for changes whose keys never decrease (write_mu_ held, results
+  // sized, writable checked): one ordered pass to look the keys up and one to
+  // insert new rules, no map of touched keys, no record built per new rule.
+  Status apply_sorted(std::span<const Change> changes, std::vector<Errc>* results, const Mark* mark,
+                      bool atomic);
   Status append_and_sync(const std::vector<StoreRecord>& recs);
   void note_synced();
   // After the record is durable (an add replaces a present rule).
