@@ -135,7 +135,8 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(std::max<std::size_t>(o.capacity, 1u << 20), UINT32_MAX));
   b->prefixes_ = std::make_unique<PrefixTables>(&b->tables_, po);
   b->removed_at_ = reserve_slot_array(b->max_slots_);
-  if (b->removed_at_ == nullptr) {
+  b->base_ = reserve_slot_array(b->max_slots_);
+  if (b->removed_at_ == nullptr || b->base_ == nullptr) {
     *err = "cannot reserve the rule slot generations for " + std::to_string(b->max_slots_) +
            " rules (lower gateway.max_memory)";
     return nullptr;
@@ -199,6 +200,7 @@ Blocklist::~Blocklist() {
   store_.reset();  // closes the journal before the lock is released
   if (lock_fd_ >= 0) ::close(lock_fd_);
   release_slot_array(removed_at_, max_slots_);
+  release_slot_array(base_, max_slots_);
 }
 
 void Blocklist::bump_generation(bool added) noexcept {
@@ -212,6 +214,7 @@ void Blocklist::bump_generation(bool added) noexcept {
 
 void Blocklist::release_slot(uint32_t slot) {
   free_slots_.push_back(slot);
+  ++releases_;
   // release, and before the generation bump that follows: a worker that sees
   // the new generation sees that this slot's rule is gone.
   removed_at_[slot].store(generation_.load(std::memory_order_relaxed), std::memory_order_release);
@@ -235,14 +238,21 @@ void Blocklist::count_kind(RuleKind k, int delta) {
 
 uint32_t Blocklist::take_slot() {
   uint32_t s;
-  if (!free_slots_.empty()) {
+  const bool reused = !free_slots_.empty();
+  if (reused) {
     s = free_slots_.back();
     free_slots_.pop_back();
   } else {
     s = next_slot_++;
   }
-  if (base_.size() <= s) base_.resize(std::max<std::size_t>(s + 1, base_.size() * 2), 0);
-  base_[s] = hit_reader_ ? hit_reader_(s) : 0;
+  // The counters keep what the slot's earlier rules were counted (and a burst
+  // that confirmed a hit just before their delete): hits() subtracts it. A
+  // slot never used before reads 0 (no worker counts in a slot no rule held)
+  // and its base is still 0: nothing is written, so base_'s page is not
+  // committed (8 bytes a rule, when every slot's base was stored).
+  // Relaxed: base_ is the control thread's alone.
+  const uint64_t count = hit_reader_ ? hit_reader_(s) : 0;
+  if (reused || count != 0) base_[s].store(count, std::memory_order_relaxed);
   return s;
 }
 
@@ -251,7 +261,7 @@ uint64_t Blocklist::hits(const Rule& r) const {
   const int64_t s = exact_->slot_of(keys_of(r).key);
   if (s < 0) return 0;
   const auto slot = static_cast<uint32_t>(s);
-  return hit_reader_(slot) - (slot < base_.size() ? base_[slot] : 0);
+  return hit_reader_(slot) - base_[slot].load(std::memory_order_relaxed);
 }
 
 bool Blocklist::insert_lookup(const Rule& r) {
@@ -787,7 +797,10 @@ Blocklist::MemoryUse Blocklist::memory_use() const noexcept {
   m.exact = exact_->memory_bytes();
   m.store = store_->rules_memory_bytes();
   m.ttl = store_->ttl_memory_bytes();
-  m.hits = std::size_t{next_slot_} * sizeof(std::atomic<uint64_t>) + base_.capacity() * sizeof(uint64_t);
+  // removed_at_ and base_ are written only for slots released (and reused)
+  // at least once: pages are committed for at most that many (a fresh slot's
+  // base is written only when its counters are not 0, which workers never do).
+  m.hits = std::min<std::size_t>(releases_, next_slot_) * 2 * sizeof(std::atomic<uint64_t>);
   return m;
 }
 

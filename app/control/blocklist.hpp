@@ -300,10 +300,12 @@ class Blocklist {
   int lock_fd_ = -1;  // flock on the state directory: one gateway per directory
   // Hit-counter slots: one per present rule. A freed slot may still be bumped by
   // a burst that confirmed a hit just before the delete, so a reused slot can
-  // inherit at most that burst's count; base_ subtracts what it held before.
+  // inherit at most that burst's count; base_ subtracts what it held before
+  // (max_slots_ entries, reserved pages, written only when a slot is reused).
   std::vector<uint32_t> free_slots_;
   uint32_t next_slot_ = 0;
-  std::vector<uint64_t> base_;
+  std::atomic<uint64_t>* base_ = nullptr;
+  std::size_t releases_ = 0;  // slots released so far (for memory_use)
   std::function<uint64_t(uint32_t)> hit_reader_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> pass_generation_{0};

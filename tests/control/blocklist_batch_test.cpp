@@ -132,6 +132,30 @@ TEST(BlocklistBatch, PresentRulesWithAnExpiryBecomePermanentOthersExist) {
   EXPECT_EQ(listed(*b), want);  // listing order: kind, then the key
 }
 
+// Hit-counter slots cost no resident memory until a slot is reused: a new
+// rule's slot was never counted, so only a reused slot needs the base that
+// hits() subtracts (issue 12, item 3: 8 bytes a rule before, for every slot).
+TEST(BlocklistBatch, HitCounterBasesAreWrittenOnlyForReusedSlots) {
+  auto b = open("bb3", "", 8192);
+  ASSERT_NE(b, nullptr);
+  std::vector<uint64_t> counters(4096, 0);  // slots are handed out from 0
+  b->set_hit_reader([&](uint32_t s) { return s < counters.size() ? counters[s] : 0; });
+  std::vector<Rule> rules;
+  for (int i = 0; i < 3000; ++i) rules.push_back(R("src 10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256)));
+  ASSERT_EQ(b->add_batch(rules).added, 3000u);
+  EXPECT_EQ(b->memory_use().hits, 0u);  // no slot reused: nothing committed
+  // Hits on a rule, then it goes and another takes its slot: the newcomer
+  // starts at zero although the worker's counter kept the old count.
+  for (uint64_t& c : counters) c += 5;
+  EXPECT_EQ(b->hits(R("src 10.1.0.7")), 5u);
+  ASSERT_EQ(b->del(R("src 10.1.0.7")), Blocklist::Result::kOk);
+  ASSERT_EQ(b->add(R("host reused.example")), Blocklist::Result::kOk);
+  EXPECT_EQ(b->hits(R("host reused.example")), 0u);
+  EXPECT_EQ(b->hits(R("src 10.1.0.8")), 5u);
+  // One slot released: its generation and base, 16 bytes.
+  EXPECT_EQ(b->memory_use().hits, 16u);
+}
+
 }  // namespace
 }  // namespace cg
 
