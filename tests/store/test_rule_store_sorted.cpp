@@ -93,7 +93,8 @@ TEST(RuleStoreSorted, KeyOrderedGroupsGiveWhatAnyOrderKeepingEachKeysChangesGive
     std::vector<Op> sorted;
     for (std::size_t i : pos) sorted.push_back(ops[i]);
     const bool atomic = round % 4 == 1;
-    const RuleStore::Mark mark{"sync.last_id", "7-" + std::to_string(round)};
+    const std::string id = "7-" + std::to_string(round);
+    const RuleStore::Mark mark{"sync.last_id", id};  // views: id outlives it
     ASSERT_TRUE(a->apply(changes_of(ops), &ra, &mark, atomic).ok());
     ASSERT_TRUE(b->apply(changes_of(sorted), &rb, &mark, atomic).ok());
     for (std::size_t j = 0; j < pos.size(); ++j) ASSERT_EQ(rb[j], ra[pos[j]]) << "change " << pos[j];
