@@ -35,6 +35,31 @@ std::size_t filter_slots_for(std::size_t rules) { return rules + rules / 9 + 64;
 // so the slot arrays are reserved for that many.
 constexpr std::size_t kMinTableBytesPerRule = 26;
 
+// Name rules (url, host) stored under the key of an older canonical form
+// (url rules before ea0d011): {stored key, key of the canonical form now}.
+// The address kinds need no look: their keys are binary, and
+// rule_from_order_key refuses every form but the canonical one. A stored
+// rule that no longer parses stays as it is (noted).
+std::vector<std::pair<std::string, std::string>> stale_name_keys(const store::RuleStore& st,
+                                                                 std::vector<std::string>* notes) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const RuleKind kind : {RuleKind::kUrl, RuleKind::kHost}) {
+    for (auto c = st.list_prefix(std::string(1, static_cast<char>(kind))); c.next();) {
+      const std::optional<Rule> r = rule_from_order_key(c.key());
+      if (!r) continue;  // the restore refuses it
+      const std::string text = format_rule(*r);
+      const RuleParse p = parse_rule(text);
+      if (!p.rule) {
+        notes->push_back("rule '" + text + "' stored by an older version does not parse now (" +
+                         p.error.message() + "): kept as it is");
+      } else if (*p.rule != *r) {
+        out.emplace_back(std::string(c.key()), rule_order_key(*p.rule));
+      }
+    }
+  }
+  return out;
+}
+
 // Rules inserted into the lookup tables by the current request and not yet
 // in the store: growth copies them too (Blocklist::grow_tables).
 class PendingScope {
@@ -169,6 +194,27 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     return nullptr;
   }
   if (notes != nullptr) *notes = report.notes;
+  // Rules stored in an older canonical form move to the key of their form
+  // now, in one transaction, before the lookup structures are filled: looked
+  // up in the old form they would never match (canonicalised) traffic, nor
+  // `del` of their text (docs/store.md, "Keys and texts").
+  std::vector<std::string> name_notes;
+  const std::vector<std::pair<std::string, std::string>> stale = stale_name_keys(*b->store_, &name_notes);
+  if (!stale.empty()) {
+    std::vector<store::RuleStore::Move> moves;
+    moves.reserve(stale.size());
+    for (const auto& [from, to] : stale) moves.push_back({from, to, {}});  // no text: the key is the rule
+    std::vector<store::Errc> res;
+    if (const store::Status ms = b->store_->move(moves, &res); !ms.ok()) {
+      *err = "rule state in '" + o.state_dir + "': cannot move rules to their canonical form: " + ms.to_string();
+      return nullptr;
+    }
+    const auto merged = std::count(res.begin(), res.end(), store::Errc::exists);
+    name_notes.push_back("moved " + std::to_string(stale.size()) +
+                         " rule(s) stored in an older canonical form to their canonical form (" +
+                         std::to_string(merged) + " of them present in both forms: merged)");
+  }
+  if (notes != nullptr) notes->insert(notes->end(), name_notes.begin(), name_notes.end());
   // Restore: every acknowledged rule back into the lookup structures, sized
   // for them first (nothing is in them yet, so nothing to copy).
   std::size_t need = b->capacity_;

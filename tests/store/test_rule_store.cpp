@@ -667,5 +667,72 @@ TEST(RuleStore, MemoryEstimatesFollowRulesAndExpiries) {
   EXPECT_EQ(s->ttl_memory_bytes(), 0U);
 }
 
+// move (the gateway's restore of rules stored in an older canonical form):
+// a moved rule keeps its id, added time, expiry and set and takes the new
+// text; onto a present rule, the longer lifetime wins; one transaction,
+// journalled (a restart sees the moves), all or nothing after a crash.
+TEST(RuleStore, MoveKeepsTheRuleAndAMergeKeepsTheLongerLifetime) {
+  test::TempDir dir;
+  FakeClock clock;
+  const std::int64_t t0 = clock.now;
+  auto s = open_store(dir.path(), &clock);
+  std::vector<Errc> res;
+  const RuleStore::AddRequest adds[] = {{"old1", "old text", 60'000, "feed"},
+                                        {"old2", "t", 0, {}},       {"new2", "t2", 1'000, {}},
+                                        {"old3", "t", 5'000, {}},   {"new3", "t3", 0, {}},
+                                        {"old4", "t", 9'000, {}},   {"new4", "t4", 2'000, {}}};
+  ASSERT_TRUE(s->add_batch(adds, &res).ok());
+  const RuleMeta old1 = *s->get("old1");
+  const std::string journal = dir.file(DurableLog::journal_name(1));
+  const auto before_move = std::filesystem::file_size(journal);
+  clock.now = t0 + 100;
+  const RuleStore::Move moves[] = {{"old1", "new1", "new text"}, {"old2", "new2", "x"}, {"old3", "new3", "x"},
+                                   {"old4", "new4", "x"},         {"gone", "new5", "x"}, {"new3", "new3", "x"}};
+  ASSERT_TRUE(s->move(moves, &res).ok());
+  EXPECT_EQ(res, (std::vector<Errc>{Errc::ok, Errc::exists, Errc::exists, Errc::exists, Errc::absent,
+                                    Errc::invalid_argument}));
+  const auto check = [&](const RuleStore& st) {
+    for (const char* k : {"old1", "old2", "old3", "old4", "new5"}) EXPECT_FALSE(st.contains(k)) << k;
+    const std::optional<RuleMeta> m1 = st.get("new1");
+    ASSERT_TRUE(m1);
+    EXPECT_EQ(m1->id, old1.id);
+    EXPECT_EQ(m1->added_unix_ms, t0);
+    EXPECT_EQ(m1->expiry_unix_ms, t0 + 60'000);
+    EXPECT_EQ(m1->text, "new text");
+    EXPECT_EQ(st.set_name(m1->set_id), "feed");
+    EXPECT_EQ(st.get("new2")->expiry_unix_ms, 0);          // the moved one had none
+    EXPECT_EQ(st.get("new2")->text, "t2");                 // the present rule stays itself
+    EXPECT_EQ(st.get("new3")->expiry_unix_ms, 0);          // the present one had none
+    EXPECT_EQ(st.get("new4")->expiry_unix_ms, t0 + 9'000);  // the later deadline
+    EXPECT_EQ(st.size(), 4U);
+  };
+  check(*s);
+  s.reset();
+  const auto slurp = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string moved = slurp(journal);
+  // Journalled: a restart finds the rules where the move put them, and the
+  // moved deadlines are scheduled under the new keys.
+  s = open_store(dir.path(), &clock);
+  check(*s);
+  std::vector<RuleStore::Removed> out;
+  ASSERT_TRUE(s->expire_due(t0 + 60'000, &out).ok());
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_EQ(out[0].key, "new4");
+  EXPECT_EQ(out[1].key, "new1");
+  // All or nothing: the move's transaction cut short by a crash (inside a
+  // record or between two) leaves every rule where it was.
+  for (std::size_t cut = before_move + 8; cut < moved.size(); cut += 40) {
+    test::TempDir again;
+    std::ofstream(again.file(DurableLog::journal_name(1)), std::ios::binary) << moved.substr(0, cut);
+    auto r = open_store(again.path(), &clock);
+    EXPECT_EQ(r->size(), 7U) << cut;
+    EXPECT_TRUE(r->contains("old1")) << cut;
+    EXPECT_FALSE(r->contains("new1")) << cut;
+  }
+}
+
 }  // namespace
 }  // namespace cg::store

@@ -618,6 +618,79 @@ Status RuleStore::del(std::string_view key, RuleMeta* removed) {
   return Status::Ok();
 }
 
+Status RuleStore::move(std::span<const Move> moves, std::vector<Errc>* results) {
+  std::lock_guard lock(write_mu_);
+  results->assign(moves.size(), Errc::ok);
+  if (Status s = check_writable(); !s.ok()) return s;
+  // The state of the keys touched so far (nullopt: deleted), as in apply().
+  std::unordered_map<std::string_view, std::optional<RuleMeta>> touched;
+  auto state = [&](std::string_view k) -> std::optional<RuleMeta>& {
+    auto it = touched.find(k);
+    if (it == touched.end()) it = touched.emplace(k, rules_.find(k)).first;
+    return it->second;
+  };
+  std::vector<StoreRecord> recs;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < moves.size(); ++i) {
+    const Move& mv = moves[i];
+    if (mv.from.empty() || mv.to.empty() || mv.from == mv.to) {
+      (*results)[i] = Errc::invalid_argument;
+      continue;
+    }
+    std::optional<RuleMeta>& from = state(mv.from);
+    if (!from) {
+      (*results)[i] = Errc::absent;
+      continue;
+    }
+    std::optional<RuleMeta>& to = state(mv.to);
+    // The rule as it is to be at `to`: the present one there (the same rule
+    // stored in both forms), living as long as the longer of the two, or the
+    // rule from `from` as it is.
+    RuleMeta moved = to ? *to : *from;
+    if (!to) moved.text = mv.text;
+    if (to) {
+      const std::int64_t a = to->expiry_unix_ms, b = from->expiry_unix_ms;
+      moved.expiry_unix_ms = a == 0 || b == 0 ? 0 : std::max(a, b);
+    }
+    const bool write_add = !to || moved.expiry_unix_ms != to->expiry_unix_ms;
+    if (write_add && !add_is_valid(mv.to, moved.text, 0)) {
+      (*results)[i] = Errc::invalid_argument;
+      continue;
+    }
+    StoreRecord del;
+    del.op = RecordOp::del;
+    del.key.assign(mv.from);
+    recs.push_back(std::move(del));
+    if (write_add) {
+      StoreRecord add;
+      add.op = RecordOp::add;
+      add.id = moved.id;
+      add.added_unix_ms = moved.added_unix_ms;
+      add.expiry_unix_ms = moved.expiry_unix_ms;
+      add.key.assign(mv.to);
+      add.text.assign(moved.text);
+      add.set = set_name(moved.set_id);
+      recs.push_back(std::move(add));
+    }
+    (*results)[i] = to ? Errc::exists : Errc::ok;
+    to = std::move(moved);
+    from.reset();
+    which.push_back(i);
+  }
+  if (log_ && recs.size() > 1) {
+    StoreRecord txn;
+    txn.op = RecordOp::txn;
+    txn.id = recs.size();  // all or none at replay
+    recs.insert(recs.begin(), std::move(txn));
+  }
+  if (Status s = append_and_sync(recs); !s.ok()) {
+    for (std::size_t i : which) (*results)[i] = Errc::io_error;
+    return s;
+  }
+  for (auto& r : recs) apply_in_memory(std::move(r));
+  return Status::Ok();
+}
+
 Status RuleStore::flush(std::vector<Removed>* removed) {
   std::lock_guard lock(write_mu_);
   if (Status s = check_writable(); !s.ok()) return s;

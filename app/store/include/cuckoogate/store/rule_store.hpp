@@ -191,6 +191,23 @@ class RuleStore {
   std::optional<std::string> mark(std::string_view name) const;
   // ok (*removed filled), absent (nothing written), io_error.
   Status del(std::string_view key, RuleMeta* removed = nullptr);
+  // A rule to move from one key to another: the gateway's restore moves a
+  // rule stored under the key of an older canonical form (docs/store.md,
+  // "Keys and texts") to its key now.
+  struct Move {
+    std::string_view from, to;
+    std::string_view text;  // the moved rule's text from now on
+  };
+  // Moves rules to new keys in one atomic journal transaction (one fsync):
+  // the rule at `from` is deleted and added at `to` with its id, added time,
+  // expiry and set, and `text`. When `to` is present already (the same rule
+  // stored in both forms), `from` is deleted and the rule at `to` keeps its
+  // id, added time, set and text and takes the longer of the two lifetimes
+  // (no expiry outlives any). results[i]: ok (moved), exists (merged into `to`), absent
+  // (no rule at `from`), invalid_argument (an empty key, from == to, a
+  // record too large). The return value is ok or the I/O error; then
+  // nothing is applied in memory.
+  Status move(std::span<const Move> moves, std::vector<Errc>* results);
   // Removes every rule (one journal record).
   Status flush(std::vector<Removed>* removed = nullptr);
   // Removes up to `max` rules whose expiry is <= now_ms (journalled, one
