@@ -129,7 +129,7 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
   const uint64_t flow_drops = stat("flow_drops");
   EXPECT_GT(flow_drops, 50u);  // the flow, blocked once, drops from its cache both ways
   EXPECT_EQ(c.ask("del dst 10.9.9.9"), "OK deleted");
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(c.wait_bursts_in_flight());
   const uint64_t dropped = stat("dropped");
   const uint64_t passed = stat("passed");
   ASSERT_TRUE(wait("passed", passed + 400));

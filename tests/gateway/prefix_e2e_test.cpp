@@ -156,7 +156,7 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   // Add: from the answer on (plus the burst in flight), every packet drops.
   EXPECT_EQ(c.ask("add dst 192.0.2.128/25"), "OK added");
   EXPECT_EQ(c.ask("add ip 2001:db8:77::/48"), "OK added");
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(c.wait_bursts_in_flight());
   const auto s1 = c.stats();
   ASSERT_TRUE(c.wait_stats([&](auto s) { return s["rx"] > s1.at("rx") + 1000; }));
   const auto s2 = c.stats();
@@ -167,7 +167,7 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
   // Del: from the answer on, the late packets pass again, the others still drop.
   EXPECT_EQ(c.ask("del dst 192.0.2.128/25"), "OK deleted");
   EXPECT_EQ(c.ask("del ip 2001:db8:77::/48"), "OK deleted");
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(c.wait_bursts_in_flight());
   const auto s3 = c.stats();
   ASSERT_TRUE(c.wait_stats([&](auto s) { return s["rx"] > s3.at("rx") + 1000; }));
   const auto s4 = c.stats();

@@ -195,6 +195,25 @@ class CtlClient {
     }
     return false;
   }
+  // Waits until every worker has ended the burst it was in when this was
+  // called (after a change's answer: the last burst judged before the
+  // change): each worker's rx, bumped last in a burst, has moved since. A
+  // worker is sequential, so its first burst to end after the call is the
+  // one in flight then, if any. Counters read afterwards include every
+  // packet judged before the change. Needs traffic on every worker.
+  bool wait_bursts_in_flight(std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+    std::map<std::string, uint64_t> rx;
+    for (const auto& [k, v] : stats())
+      if (k.rfind("worker.", 0) == 0 && k.size() > 3 && k.compare(k.size() - 3, 3, ".rx") == 0) rx[k] = v;
+    if (rx.empty()) return false;
+    return wait_stats(
+        [&](std::map<std::string, uint64_t> s) {
+          for (const auto& [k, v] : rx)
+            if (s[k] <= v) return false;
+          return true;
+        },
+        timeout);
+  }
 
  private:
   int fd_ = -1;

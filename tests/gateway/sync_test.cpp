@@ -142,7 +142,7 @@ TEST_F(SyncTest, ARuleAddedThroughOneGatewayDropsOnTheOtherAndDelLikewise) {
   // del through B: A lets it pass again.
   EXPECT_EQ(b->ctl().ask("del src 192.0.2.99"), "OK deleted");
   ASSERT_TRUE(eventually([&] { return !a->has("src 192.0.2.99"); }));
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(a->ctl().wait_bursts_in_flight());
   const uint64_t dropped = num(stats(a->ctl()), "dropped_by_kind.src");
   const uint64_t passed = num(stats(a->ctl()), "passed");
   ASSERT_TRUE(eventually([&] { return num(stats(a->ctl()), "passed") > passed + 100; }));
