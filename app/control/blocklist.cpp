@@ -85,6 +85,17 @@ class SortedKeys {
       append_rule_order_key(rule_at(i), &keys_);
     }
     at_[n] = keys_.size();
+    sort(n);
+  }
+  // The keys of a batch that outlives this (not copied).
+  explicit SortedKeys(const Blocklist::KeyBatch& b) : batch_(&b) { sort(b.size()); }
+  std::string_view key(std::size_t i) const {
+    return batch_ != nullptr ? batch_->key(i) : std::string_view(keys_).substr(at_[i], at_[i + 1] - at_[i]);
+  }
+  const std::vector<uint32_t>& order() const noexcept { return order_; }  // positions in key order
+
+ private:
+  void sort(std::size_t n) {
     // The first 8 key bytes as a big-endian number order like the keys when
     // they differ: most comparisons end there.
     struct Item {
@@ -106,10 +117,7 @@ class SortedKeys {
     order_.reserve(n);
     for (const Item& it : sorted) order_.push_back(it.i);
   }
-  std::string_view key(std::size_t i) const { return std::string_view(keys_).substr(at_[i], at_[i + 1] - at_[i]); }
-  const std::vector<uint32_t>& order() const noexcept { return order_; }  // positions in key order
-
- private:
+  const Blocklist::KeyBatch* batch_ = nullptr;  // else keys_ and at_
   std::string keys_;
   std::vector<std::size_t> at_;  // key i is keys_[at_[i], at_[i + 1])
   std::vector<uint32_t> order_;
@@ -310,7 +318,7 @@ uint64_t Blocklist::hits(const Rule& r) const {
   return hit_reader_(slot) - base_[slot].load(std::memory_order_relaxed);
 }
 
-bool Blocklist::insert_lookup(const Rule& r) {
+bool Blocklist::insert_lookup(const Rule& r, bool pend) {
   const Keys k = keys_of(r);
   if (next_slot_ >= max_slots_ && free_slots_.empty()) {
     last_error_ = "max_memory reached: all " + std::to_string(max_slots_) + " rule slots in use";
@@ -350,7 +358,7 @@ bool Blocklist::insert_lookup(const Rule& r) {
     bump_generation(/*added=*/false);
     return false;
   }
-  if (!restoring_) pending_.push_back(&r);  // in the tables, not in the store yet
+  if (!restoring_ && pend) pending_.push_back(&r);  // in the tables, not in the store yet
   bump_generation(/*added=*/true);
   return true;
 }
@@ -631,13 +639,26 @@ Blocklist::Result Blocklist::flush_kind(RuleKind kind, std::size_t* n) {
   return Result::kOk;
 }
 
+std::vector<Rule> Blocklist::KeyBatch::rules() const {
+  std::vector<Rule> out;
+  out.reserve(size());
+  for (std::size_t i = 0; i < size(); ++i) out.push_back(*rule_from_order_key(key(i)));  // add() made it: decodes
+  return out;
+}
+
 Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std::string_view set) {
+  KeyBatch keys;
+  for (const Rule& r : rules) keys.add(r);
+  return add_batch(keys, set);
+}
+
+Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_view set) {
   BatchResult res;
-  const std::size_t n = rules.size();
+  const std::size_t n = batch.size();
   // The rules in key order: duplicates become neighbours (the first in the
   // input wins: ties by position), the store's searches share their path, and
   // the store gets the batch already sorted (it does not sort again).
-  SortedKeys sorted(n, [&](std::size_t i) -> const Rule& { return rules[i]; });
+  const SortedKeys sorted(batch);
   // In key order: the new rules (fresh), and the store's requests, which
   // also hold present rules that have an expiry: this add makes them
   // permanent (the latest add defines the lifetime); their lookup entries
@@ -671,16 +692,26 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
       reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
     }
   }  // the finder's pin ends here, before the inserts
+  // Each new rule is decoded from its key into one Rule, used while it goes
+  // into the lookup tables; a growth meanwhile decodes the keys inserted so
+  // far from pending_keys_ (no Rule per rule is kept).
+  const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(batch.key(fresh[j])); };  // KeyBatch::add's keys decode
   auto rollback = [&](std::size_t upto) {
-    for (std::size_t j = 0; j < upto; ++j) remove_lookup(rules[fresh[j]]);
+    for (std::size_t j = 0; j < upto; ++j) remove_lookup(rule_at(j));
   };
   const PendingScope pending(pending_);
+  struct KeysScope {
+    std::vector<std::string_view>& k;
+    ~KeysScope() { k.clear(); }
+  } pending_keys{pending_keys_};
+  pending_keys_.reserve(fresh.size());
   if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
   for (std::size_t j = 0; j < fresh.size(); ++j) {
-    if (!insert_lookup(rules[fresh[j]])) {
+    if (!insert_lookup(rule_at(j), /*pend=*/false)) {
       rollback(j);
       return {0, 0, 0, Result::kFull};
     }
+    pending_keys_.push_back(batch.key(fresh[j]));
   }
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
@@ -697,7 +728,7 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
       if (results[q] == store::Errc::ok) {
         ++res.added;
       } else {
-        remove_lookup(rules[fresh[j]]);
+        remove_lookup(rule_at(j));
         ++res.existed;
       }
       ++j;
@@ -917,6 +948,10 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
       ok = r && put(*r);
     }
     for (std::size_t i = 0; ok && i < pending_.size(); ++i) ok = put(*pending_[i]);
+    for (std::size_t i = 0; ok && i < pending_keys_.size(); ++i) {
+      const std::optional<Rule> r = rule_from_order_key(pending_keys_[i]);  // from KeyBatch::add: decodes
+      ok = r && put(*r);
+    }
     if (ok && n != exact_->size()) {
       // The tables hold a key the store and pending_ do not: copying would
       // lose it. Never expected; refuse rather than drop a rule.

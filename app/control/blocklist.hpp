@@ -83,6 +83,33 @@ class Blocklist {
   struct BatchResult { std::size_t added = 0, existed = 0, updated = 0; Result result = Result::kOk; };
   // `set`: the named set the new rules join ("" or "default": the default set).
   BatchResult add_batch(const std::vector<Rule>& rules, std::string_view set = {});
+  // Many rules as their order keys (rule_order_key) in one buffer: what a
+  // `load` holds while it reads (the key and 4 bytes a rule, not a 104-byte
+  // Rule), and what the Blocklist sorts and stores anyway.
+  class KeyBatch {
+   public:
+    void add(const Rule& r) {
+      append_rule_order_key(r, &bytes_);
+      ends_.push_back(static_cast<uint32_t>(bytes_.size()));
+    }
+    std::size_t size() const noexcept { return ends_.size(); }
+    std::size_t bytes() const noexcept { return bytes_.size(); }
+    std::string_view key(std::size_t i) const noexcept {
+      const uint32_t b = i == 0 ? 0 : ends_[i - 1];
+      return std::string_view(bytes_).substr(b, ends_[i] - b);
+    }
+    std::vector<Rule> rules() const;  // decoded, in order
+    void clear() {
+      std::string().swap(bytes_);
+      std::vector<uint32_t>().swap(ends_);
+    }
+
+   private:
+    std::string bytes_;
+    std::vector<uint32_t> ends_;  // key i ends at ends_[i]; a batch stays below 4 GiB
+  };
+  // add_batch of the rules the keys are (every key from KeyBatch::add).
+  BatchResult add_batch(const KeyBatch& keys, std::string_view set = {});
 
   // Named sets (docs/rules.md, "Named sets"). A rule belongs to one set, the
   // one its first add named; an add into another set leaves it where it is.
@@ -246,7 +273,9 @@ class Blocklist {
   struct Keys { uint64_t hash; Key128 key; };
   static Keys keys_of(const Rule& r);
   Blocklist() = default;
-  bool insert_lookup(const Rule& r);        // filter + exact set (+ kind mask); false: full
+  // filter + exact set (+ kind mask); false: full. pend: r stays valid until
+  // the store has it (pending_); else the caller tracks it in pending_keys_.
+  bool insert_lookup(const Rule& r, bool pend = true);
   void remove_lookup(const Rule& r);        // the reverse
   void remove_stored(std::string_view order_key);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
@@ -291,6 +320,7 @@ class Blocklist {
   double last_growth_ms_ = 0;
   bool restoring_ = false;                 // create(): the store is ahead of the tables
   std::vector<const Rule*> pending_;       // inserted here, not in the store yet (apply, add_batch)
+  std::vector<std::string_view> pending_keys_;  // the same, as order keys (add_batch of a KeyBatch)
   std::unique_ptr<PrefixTables> prefixes_;
   std::unique_ptr<store::RuleStore> store_;
   std::size_t capacity_ = 0;

@@ -92,8 +92,7 @@ void CommandHandler::release(Session& s) {
   const std::size_t held = s.held_bytes;
   held_total_ -= s.held_bytes;
   s.held_bytes = 0;
-  s.load_rules.clear();
-  s.load_rules.shrink_to_fit();
+  s.load_keys.clear();
   s.batch.clear();
   s.batch.shrink_to_fit();
   s.batch_lines.clear();
@@ -126,7 +125,7 @@ void CommandHandler::line_too_long(Session& s, std::string& out) {
 
 void CommandHandler::finish_load(Session& s, std::string& out) {
   if (s.load_replace) {
-    const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_rules);
+    const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_keys.rules());
     if (r.result == Blocklist::Result::kFull) {
       err(out, 507, "replace rejected, nothing changed: blocklist full (" + b_.last_error() + ")");
     } else if (r.result != Blocklist::Result::kOk) {
@@ -134,7 +133,7 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
     } else {
       adds_ += r.added;
       dels_ += r.deleted;
-      out += "OK replaced set " + s.load_set + ": loaded " + std::to_string(s.load_rules.size()) + " added " +
+      out += "OK replaced set " + s.load_set + ": loaded " + std::to_string(s.load_keys.size()) + " added " +
              std::to_string(r.added) + " deleted " + std::to_string(r.deleted) + " kept " +
              std::to_string(r.kept) + " elsewhere " + std::to_string(r.elsewhere) + "\n";
     }
@@ -143,8 +142,8 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
   Blocklist::BatchResult r;
   std::string why;
   if (repl_ == nullptr) {
-    r = b_.add_batch(s.load_rules, s.load_set);
-  } else if (!repl_->load(s.load_rules, &r, &why)) {
+    r = b_.add_batch(s.load_keys, s.load_set);
+  } else if (!repl_->load(s.load_keys.rules(), &r, &why)) {
     unavailable(out, "load rejected, nothing applied", why);
     return;
   }
@@ -154,7 +153,7 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
     err(out, 500, "load rejected, nothing applied: the journal could not be written: " + b_.last_error());
   } else {
     adds_ += r.added;
-    out += "OK loaded " + std::to_string(s.load_rules.size()) + " added " + std::to_string(r.added) +
+    out += "OK loaded " + std::to_string(s.load_keys.size()) + " added " + std::to_string(r.added) +
            " existed " + std::to_string(r.existed) + " updated " + std::to_string(r.updated) + "\n";
   }
 }
@@ -215,8 +214,9 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
       release(s);  // rejected anyway: hold nothing more until '.'
       return;
     }
-    if (!hold(s, rule_bytes(*p.rule), out)) return;
-    s.load_rules.push_back(std::move(*p.rule));
+    const std::size_t before = s.load_keys.bytes();
+    s.load_keys.add(*p.rule);  // over the limit, hold() releases it with the rest (ERR 413)
+    hold(s, s.load_keys.bytes() - before + sizeof(uint32_t) + kLoadBytesPerRule, out);
     return;
   }
   if (t.empty()) return;

@@ -26,10 +26,13 @@
 namespace cg {
 
 // Memory one client's `load` or `batch` may hold before its final '.', and
-// all clients together. Counted as the parsed rules' size (~100 bytes plus
-// the name per rule). Past either, the client gets ERR 413 and is closed.
+// all clients together. Counted per rule: a `load` line as its order key plus
+// kLoadBytesPerRule (what applying the load adds per rule: its sort entry and
+// store request), a `batch` line as the parsed rule (~100 bytes plus the name).
+// Past either, the client gets ERR 413 and is closed.
 inline constexpr std::size_t kMaxLoadBytesPerClient = std::size_t{512} << 20;
 inline constexpr std::size_t kMaxLoadBytesTotal = std::size_t{1} << 30;
+inline constexpr std::size_t kLoadBytesPerRule = 96;
 // Queued add/del requests before a commit is forced within a poll round.
 inline constexpr std::size_t kMaxGroup = 1024;
 
@@ -39,7 +42,7 @@ struct Session {
   enum class Mode { kCommand, kLoad, kBatch };
   Mode mode = Mode::kCommand;
   bool closing = false;          // close after the response is sent (quit, limit hit)
-  std::vector<Rule> load_rules;  // kLoad
+  Blocklist::KeyBatch load_keys;  // kLoad: each rule as its order key (parsed straight into it)
   std::vector<Blocklist::Change> batch;  // kBatch
   std::vector<std::size_t> batch_lines;  // the stream line of each batch change
   std::size_t held_bytes = 0;    // accounted memory of load_rules / batch
