@@ -7,7 +7,7 @@
 #   bench/load_bench_gateway.sh [BUILD_DIR=build] [RULES=1000000] [RUNS=3] [MEM_MB=1024] [PARTS=1]
 #
 # PARTS > 1 splits the file into that many loads, one after the other (timed together): one
-# load holds at most 512 MiB of parsed rules in the gateway (~96 B a rule), so 10 M rules
+# load holds at most 512 MiB in the gateway (a rule's order key + 100 B), so 10 M rules
 # take several loads.
 # Each run starts a fresh gateway (capacity RULES + 1 %), reads VmRSS once `info` answers
 # (the empty gateway), times the load from the start of cuckoogatectl to its exit, reads
