@@ -218,9 +218,13 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
       return nullptr;
     }
     const auto merged = std::count(res.begin(), res.end(), store::Errc::exists);
-    name_notes.push_back("moved " + std::to_string(stale.size()) +
+    const auto moved = std::count(res.begin(), res.end(), store::Errc::ok) + merged;
+    name_notes.push_back("moved " + std::to_string(moved) +
                          " rule(s) stored in an older canonical form to their canonical form (" +
                          std::to_string(merged) + " of them present in both forms: merged)");
+    if (static_cast<std::size_t>(moved) != stale.size())  // a record too large: kept where it is
+      name_notes.push_back(std::to_string(stale.size() - static_cast<std::size_t>(moved)) +
+                           " rule(s) in an older canonical form could not be moved: kept as stored");
   }
   if (notes != nullptr) notes->insert(notes->end(), name_notes.begin(), name_notes.end());
   // Restore: every acknowledged rule back into the lookup structures, sized
