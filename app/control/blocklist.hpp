@@ -84,29 +84,30 @@ class Blocklist {
   // `set`: the named set the new rules join ("" or "default": the default set).
   BatchResult add_batch(const std::vector<Rule>& rules, std::string_view set = {});
   // Many rules as their order keys (rule_order_key) in one buffer: what a
-  // `load` holds while it reads (the key and 4 bytes a rule, not a 104-byte
-  // Rule), and what the Blocklist sorts and stores anyway.
+  // `load` holds while it reads (the key and kIndexBytes a rule, not a
+  // 104-byte Rule), and what the Blocklist sorts and stores anyway.
   class KeyBatch {
    public:
+    static constexpr std::size_t kIndexBytes = sizeof(std::size_t);  // per rule besides its key
     void add(const Rule& r) {
       append_rule_order_key(r, &bytes_);
-      ends_.push_back(static_cast<uint32_t>(bytes_.size()));
+      ends_.push_back(bytes_.size());
     }
     std::size_t size() const noexcept { return ends_.size(); }
     std::size_t bytes() const noexcept { return bytes_.size(); }
     std::string_view key(std::size_t i) const noexcept {
-      const uint32_t b = i == 0 ? 0 : ends_[i - 1];
+      const std::size_t b = i == 0 ? 0 : ends_[i - 1];
       return std::string_view(bytes_).substr(b, ends_[i] - b);
     }
     std::vector<Rule> rules() const;  // decoded, in order
     void clear() {
       std::string().swap(bytes_);
-      std::vector<uint32_t>().swap(ends_);
+      std::vector<std::size_t>().swap(ends_);
     }
 
    private:
     std::string bytes_;
-    std::vector<uint32_t> ends_;  // key i ends at ends_[i]; a batch stays below 4 GiB
+    std::vector<std::size_t> ends_;  // key i ends at ends_[i]
   };
   // add_batch of the rules the keys are (every key from KeyBatch::add).
   BatchResult add_batch(const KeyBatch& keys, std::string_view set = {});

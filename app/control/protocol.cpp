@@ -216,7 +216,7 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
     }
     const std::size_t before = s.load_keys.bytes();
     s.load_keys.add(*p.rule);  // over the limit, hold() releases it with the rest (ERR 413)
-    hold(s, s.load_keys.bytes() - before + sizeof(uint32_t) + kLoadBytesPerRule, out);
+    hold(s, s.load_keys.bytes() - before + Blocklist::KeyBatch::kIndexBytes + kLoadBytesPerRule, out);
     return;
   }
   if (t.empty()) return;

@@ -26,13 +26,14 @@
 namespace cg {
 
 // Memory one client's `load` or `batch` may hold before its final '.', and
-// all clients together. Counted per rule: a `load` line as its order key plus
-// kLoadBytesPerRule (what applying the load adds per rule: its sort entry and
-// store request), a `batch` line as the parsed rule (~100 bytes plus the name).
+// all clients together. Counted per rule: a `load` line as its order key, its
+// end offset (KeyBatch::kIndexBytes) and kLoadBytesPerRule (what applying the
+// load adds per rule: its sort entry and store request), together the key +
+// 100 bytes; a `batch` line as the parsed rule (~100 bytes plus the name).
 // Past either, the client gets ERR 413 and is closed.
 inline constexpr std::size_t kMaxLoadBytesPerClient = std::size_t{512} << 20;
 inline constexpr std::size_t kMaxLoadBytesTotal = std::size_t{1} << 30;
-inline constexpr std::size_t kLoadBytesPerRule = 96;
+inline constexpr std::size_t kLoadBytesPerRule = 92;
 // Queued add/del requests before a commit is forced within a poll round.
 inline constexpr std::size_t kMaxGroup = 1024;
 

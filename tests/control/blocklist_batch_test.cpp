@@ -184,7 +184,7 @@ TEST(BlocklistBatch, ALoadIsHeldAsOrderKeysAndAppliedLikeItsRules) {
   std::string out;
   h.handle_line(s, "load", out);
   for (const auto& t : texts) h.handle_line(s, t, out);
-  EXPECT_EQ(h.load_bytes_held(), key_bytes + texts.size() * (sizeof(uint32_t) + kLoadBytesPerRule));
+  EXPECT_EQ(h.load_bytes_held(), key_bytes + texts.size() * (Blocklist::KeyBatch::kIndexBytes + kLoadBytesPerRule));
   h.handle_line(s, ".", out);
   EXPECT_EQ(h.load_bytes_held(), 0u);
   // The same rules one by one elsewhere: the same outcome and listing.
