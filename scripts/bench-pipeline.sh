@@ -39,13 +39,19 @@ fi
 ninja -C "$dir" bench/pipeline_bench >/dev/null
 bench="$dir/bench/pipeline_bench"
 
+# Real-time priority where allowed (root): on a shared machine other
+# processes otherwise take the worker's CPU from time to time and the
+# rounds scatter; the ratios are within a round either way.
+rt=()
+chrt -f 20 true 2>/dev/null && rt=(chrt -f 20)
+
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)," \
      "$(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo)"
 echo "compiler: $(c++ --version | head -1); DPDK $(pkg-config --modversion libdpdk)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if [ -z "$perf_scenario" ]; then
-  "$bench" --json "$dir/pipeline.json" "$@"
+  "${rt[@]}" "$bench" --json "$dir/pipeline.json" "$@"
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "JSON: $dir/pipeline.json"
   exit 0
@@ -54,7 +60,7 @@ fi
 command -v perf >/dev/null || { echo "bench-pipeline: perf not found (apt-get install linux-perf)" >&2; exit 2; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$bench" --only "$perf_scenario" --runs 1 --seconds 14 --testpmd none "$@" 2>"$log" &
+"${rt[@]}" "$bench" --only "$perf_scenario" --runs 1 --seconds 14 --testpmd none "$@" 2>"$log" &
 pid=$!
 # The scenario's timed window starts after its rules are loaded and its io baseline ran.
 for _ in $(seq 600); do

@@ -37,6 +37,7 @@ struct WorkerScratch {
   bool classify[kBurst];          // judged by classification (not by its flow's cache)
   int16_t flow[kBurst];           // index into fp/fr, -1: no flow entry
   flow::FlowPacket fp[kBurst];
+  uint64_t fh[kBurst];            // the flow table's hash of fp[j].key
   flow::FlowResult fr[kBurst];
   RuleHit hit[kBurst];
   bool by_rule[kBurst];           // drop[i] was dropped by a rule (not as malformed)
@@ -193,11 +194,13 @@ int Worker::main(void* arg) {
   return 0;
 }
 
-// Parses every packet and looks its flow up (creating it), all in one pass
-// over the flow table.
-void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
+// Parses every packet and, with a flow table, builds its flow key and hash
+// and starts loading its bucket, then the entry whose signature matches:
+// both lines are in by the time pass_cached() or track_flows() reads them.
+// Returns the number of tracked packets (s.flow[i] numbers them in order).
+uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
   WorkerScratch& s = *s_;
-  uint32_t nf = 0;
+  uint16_t nf = 0;
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
     const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
@@ -221,11 +224,53 @@ void Worker::track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now) {
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
+    s.fh[nf] = flows_->hash(fp.key);
+    flows_->prefetch(s.fh[nf]);
     s.flow[i] = static_cast<int16_t>(nf++);
   }
-  if (nf == 0) return;
-  flows_->track_burst(s.fp, nf, now, s.fr);
+  for (uint16_t j = 0; j < nf; ++j) flows_->prefetch_entry(s.fh[j]);
+  return nf;
+}
+
+// The fast lane. From the head of the burst, every packet whose flow holds
+// a current pass for its direction and that needs nothing looked at — the
+// steady state of a passing connection: a segment without SYN, FIN or RST,
+// no first-flight bytes to inspect — is passed with one flow-table touch, no
+// classification and no per-packet scratch. The lane ends at the first
+// packet that needs more (untracked, a new or expired flow, SYN/FIN/RST, a
+// blocked or unjudged flow or direction, an inspecting state, a malformed or
+// oversized frame); it and every later packet take the general way, in
+// order, so the burst ends exactly as the general path alone would leave it
+// (an earlier packet's flow update is never reordered after a later one's).
+// Returns the packets passed: pass[0..k) = pkts[0..k).
+uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
+                             rte_mbuf** pass) {
+  WorkerScratch& s = *s_;
   for (uint16_t i = 0; i < n; ++i) {
+    if (s.flow[i] != static_cast<int16_t>(i)) return i;  // untracked (every earlier one was tracked)
+    const flow::FlowPacket& p = s.fp[i];
+    flow::Dir d;
+    flow::FlowEntry* e = flows_->peek(p.key, s.fh[i], p.side, p.tcp_flags, now, &d);
+    if (e == nullptr) return i;
+    const PacketMeta& m = s.meta[i];
+    constexpr uint8_t kBlockedOrJudging = flow::kFlowBlocked | kJudgingFwd | kJudgingRev;
+    if ((e->flags & (kBlockedOrJudging | pass_bit(d))) != pass_bit(d) || !e->verdict_current(pass_gen) ||
+        m.malformed || rte_pktmbuf_pkt_len(pkts[i]) > max_frame || inspects(*e, m, d, cfg_.quic))
+      return i;
+    flows_->touch(e, d, now);
+    pass[i] = pkts[i];
+  }
+  return n;
+}
+
+// The general way for packets first..n-1 (parse_burst() has run; the
+// first nf - first tracked ones among them have flows first..nf-1): looks
+// their flows up, creating them, in one pass over the flow table.
+void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) {
+  WorkerScratch& s = *s_;
+  if (nf == first) return;
+  flows_->track_burst(s.fp + first, s.fh + first, nf - first, now, s.fr + first);
+  for (uint16_t i = first; i < n; ++i) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     if (r.entry == nullptr || !r.created || s.meta[i].proto != kProtoTcp) continue;
@@ -452,12 +497,16 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   // sees the tables the change was made in (docs/concurrency.md, "Growth").
   burst_ = cfg_.tables != nullptr ? *cfg_.tables->load(std::memory_order_acquire)
                                   : LookupTables{cfg_.filter, cfg_.exact};
-  track_flows(pkts, n, now);
+  const uint16_t nf = parse_burst(pkts, n);
+  // 0. The fast lane (passing flows in their steady state), then the rest.
+  const uint16_t first = flows_ != nullptr ? pass_cached(pkts, n, max_frame, pass_gen, now, pass) : 0;
+  if (flows_ != nullptr) track_flows(first, n, nf, now);
 
   // 1. Packets their flow decides; the others are classified.
   std::size_t nk = 0;
-  uint16_t hits_cached = 0, untracked = 0;
-  for (uint16_t i = 0; i < n; ++i) {
+  uint16_t hits_cached = first, untracked = 0;
+  for (uint16_t i = 0; i < first; ++i) s.classify[i] = false;
+  for (uint16_t i = first; i < n; ++i) {
     s.hit[i] = {};
     s.classify[i] = !from_cache(i, gen, pass_gen);
     // Untracked: no flow could be kept (not a bare SYN, which waits for its answer).
@@ -524,9 +573,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
 
   // 3. In packet order: a flow blocked by an earlier packet of this burst
   // blocks this one too; classified packets teach their flow the verdict.
-  uint16_t np = 0, nd = 0;
+  uint16_t np = first, nd = 0;
   uint16_t malformed = 0, malformed_dropped = 0, oversized = 0, flow_drops = 0, inspect_dropped = 0;
-  for (uint16_t i = 0; i < n; ++i) {
+  for (uint16_t i = first; i < n; ++i) {
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
     // (Only when set: a store would dirty every cached flow's entry line.)

@@ -124,7 +124,10 @@ class Worker {
   void loop();
   uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now);
-  void track_flows(rte_mbuf** pkts, uint16_t n, uint64_t now);
+  uint16_t parse_burst(rte_mbuf** pkts, uint16_t n);
+  uint16_t pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
+                       rte_mbuf** pass);
+  void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);

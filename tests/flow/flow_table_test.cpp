@@ -576,6 +576,93 @@ TEST(FlowTable, BurstGivesTheSameResultsAsOnePacketAtATime) {
   EXPECT_GT(sa.expired, 0u);  // the 30 s timeouts did pass during the 100 s
 }
 
+TEST(FlowTable, BurstWithTheCallersHashesEqualsBurst) {
+  auto a = make_table(config(64)), b = make_table(config(64));  // eviction too
+  FlowResult ra[64], rb[64];
+  uint64_t h[64];
+  random_bursts(600, 200, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
+    const auto n = static_cast<uint32_t>(burst.size());
+    a->track_burst(burst.data(), n, now, ra);
+    for (uint32_t i = 0; i < n; ++i) h[i] = b->hash(burst[i].key);
+    b->track_burst(burst.data(), h, n, now, rb);
+    for (uint32_t i = 0; i < n; ++i) {
+      ASSERT_EQ(ra[i].entry == nullptr, rb[i].entry == nullptr) << i;
+      if (ra[i].entry == nullptr) continue;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(ra[i].entry) - reinterpret_cast<uintptr_t>(a.get()),
+                reinterpret_cast<uintptr_t>(rb[i].entry) - reinterpret_cast<uintptr_t>(b.get()));
+      EXPECT_EQ(ra[i].dir, rb[i].dir);
+      EXPECT_EQ(ra[i].state, rb[i].state);
+      EXPECT_EQ(ra[i].created, rb[i].created);
+    }
+  });
+  const FlowStats sa = a->stats(), sb = b->stats();
+  EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
+}
+
+// The inline fast path (peek, then touch) against track(): where peek()
+// takes a packet, the table ends exactly as track() leaves it (same entry,
+// direction, state, reply bit, counters); where it declines, track() would
+// have created the entry or the packet carries SYN, FIN or RST.
+TEST(FlowTable, PeekAndTouchDoWhatTrackDoesOrDecline) {
+  auto a = make_table(config(4096)), b = make_table(config(4096));
+  uint64_t taken = 0, declined = 0;
+  random_bursts(600, 200, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
+    for (const FlowPacket& p : burst) {
+      const FlowResult rb = track(*b, p, now);
+      Dir d = Dir::kForward;
+      FlowEntry* e = a->peek(p.key, a->hash(p.key), p.side, p.tcp_flags, now, &d);
+      if (e == nullptr) {
+        ++declined;
+        const bool syn_fin_rst = p.key.proto == kProtoTcp && (p.tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0;
+        EXPECT_TRUE(rb.created || syn_fin_rst);
+        track(*a, p, now);
+        continue;
+      }
+      ++taken;
+      EXPECT_FALSE(rb.created);
+      a->touch(e, d, now);
+      const FlowResult ra = a->find(p.key, p.side, now);
+      ASSERT_EQ(ra.entry, e);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(e) - reinterpret_cast<uintptr_t>(a.get()),
+                reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get()));
+      EXPECT_EQ(d, rb.dir);
+      EXPECT_EQ(ra.state, rb.state);
+      EXPECT_EQ(ra.replied, rb.replied);
+    }
+  });
+  EXPECT_GT(taken, 5000u);  // both ways exercised
+  EXPECT_GT(declined, 5000u);
+  const FlowStats sa = a->stats(), sb = b->stats();
+  EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
+}
+
+TEST(FlowTable, PeekChangesNothing) {
+  auto t = make_table();
+  const FlowPacket syn = tcp(1, false, kTcpSyn), ack = tcp(1, false, kTcpAck), back = tcp(1, true, kTcpAck);
+  Dir d = Dir::kForward;
+  EXPECT_EQ(t->peek(ack.key, t->hash(ack.key), ack.side, ack.tcp_flags, 0, &d), nullptr);  // no entry
+  track(*t, syn, 0);
+  const FlowStats before = t->stats();
+  FlowEntry* e = t->peek(back.key, t->hash(back.key), back.side, back.tcp_flags, 10, &d);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(d, Dir::kReverse);
+  // Not answered yet, nothing counted: peek only looked.
+  EXPECT_EQ(t->find(syn.key, syn.side, 10).state, FlowState::kTcpNew);
+  EXPECT_FALSE(t->find(syn.key, syn.side, 10).replied);
+  const FlowStats after = t->stats();
+  EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0);
+  // SYN, FIN and RST change more than peek/touch can: declined.
+  for (uint8_t f : {kTcpSyn, uint8_t(kTcpSyn | kTcpAck), uint8_t(kTcpFin | kTcpAck), kTcpRst}) {
+    const FlowPacket p = tcp(1, true, f);
+    EXPECT_EQ(t->peek(p.key, t->hash(p.key), p.side, p.tcp_flags, 10, &d), nullptr) << int(f);
+  }
+  // Expired: declined (track() starts it afresh).
+  EXPECT_EQ(t->peek(back.key, t->hash(back.key), back.side, back.tcp_flags, 31'000, &d), nullptr);
+  t->touch(e, Dir::kReverse, 10);
+  EXPECT_EQ(t->find(syn.key, syn.side, 10).state, FlowState::kTcpEstablished);
+  EXPECT_TRUE(t->find(syn.key, syn.side, 10).replied);
+}
+
 TEST(FlowTable, BurstUnderEvictionKeepsEveryEntryItReturned) {
   auto t = make_table(config(64));  // 8 buckets, 600 flows: constant eviction
   FlowResult out[64];

@@ -24,13 +24,6 @@
 
 #include "cuckoogate/mem/huge_pages.hpp"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 // The per-packet helpers are inlined into track_hashed(): one call per packet.
 #define CG_FLOW_INLINE [[gnu::always_inline]] inline
 
@@ -39,87 +32,14 @@
 
 namespace cg::flow {
 
+using namespace detail;
+
 static_assert(std::has_unique_object_representations_v<FlowStats>,
               "FlowStats is a plain list of uint64_t counters");
 
 namespace {
 
 constexpr unsigned kWays = FlowTable::kWays;
-
-// Header bits per slot.
-constexpr uint8_t kInitB = 0x01;    // the initiator is side B of the key
-constexpr uint8_t kReplied = 0x02;  // a packet from the responder has been seen
-constexpr uint8_t kFinFwd = 0x04;   // FIN from the initiator
-constexpr uint8_t kFinRev = 0x08;   // FIN from the responder
-constexpr uint8_t kPinned = 0x10;   // returned by the running track_burst: not evictable
-
-constexpr unsigned kTimeoutSlots = 16;  // state (3 bits) | replied << 3
-
-unsigned timeout_index(uint8_t state, uint8_t bits) noexcept {
-  return state | ((bits & kReplied) != 0 ? 8u : 0u);
-}
-
-uint16_t signature(uint64_t h) noexcept {
-  const auto s = static_cast<uint16_t>(h >> 48);
-  return static_cast<uint16_t>(s | (s == 0));  // 0 marks an empty slot
-}
-
-// Bit 2*i is set for every slot i whose signature equals `sig`.
-uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
-#if defined(__SSE2__)
-  const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sigs));
-  const __m128i eq = _mm_cmpeq_epi16(s, _mm_set1_epi16(static_cast<short>(sig)));
-  return static_cast<uint32_t>(_mm_movemask_epi8(eq)) & 0x5555u;
-#else
-  uint32_t m = 0;
-  for (unsigned i = 0; i < kWays; ++i) m |= static_cast<uint32_t>(sigs[i] == sig) << (2 * i);
-  return m;
-#endif
-}
-
-unsigned first_slot(uint32_t m) noexcept {
-  return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
-}
-
-// An IPv4 key has 24 zero bytes (the rest of its address fields): hashing
-// its 16 meaningful bytes takes XXH3's short path, a third of the 40-byte
-// one's cost. Both forms depend on every byte that can differ.
-// The two 8-byte words are composed in registers and stored whole: XXH3
-// reads them back at once, and a word assembled from two 4-byte stores
-// cannot be forwarded from the store buffer (a stall on every packet).
-CG_FLOW_INLINE uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
-  if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
-  uint32_t a, b;
-  std::memcpy(&a, key.addr_a, 4);
-  std::memcpy(&b, key.addr_b, 4);
-  uint64_t v4[2];
-  v4[0] = uint64_t{a} | uint64_t{b} << 32;
-  std::memcpy(&v4[1], &key.port_a, 8);  // port_a, port_b, zone, proto, family
-  return XXH3_64bits_withSeed(v4, sizeof v4, seed);
-}
-static_assert(offsetof(FlowKey, family) == offsetof(FlowKey, port_a) + 7);
-
-// Word by word from the keys themselves: copying them into local arrays
-// first made GCC spill one key to the stack on every compare.
-inline uint64_t key_word(const FlowKey& k, unsigned i) noexcept {
-  uint64_t v;
-  std::memcpy(&v, reinterpret_cast<const unsigned char*>(&k) + 8 * i, 8);
-  return v;
-}
-static_assert(sizeof(FlowKey) == 40);
-
-bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
-  return ((key_word(a, 0) ^ key_word(b, 0)) | (key_word(a, 1) ^ key_word(b, 1)) |
-          (key_word(a, 2) ^ key_word(b, 2)) | (key_word(a, 3) ^ key_word(b, 3)) |
-          (key_word(a, 4) ^ key_word(b, 4))) == 0;
-}
-
-// Age in stamp units; a stamp ahead of `t` (a clock that stepped back a
-// little) counts as age 0, so stamps may wrap after 2^31 units.
-uint32_t age(uint32_t stamp, uint32_t t) noexcept {
-  const uint32_t d = t - stamp;
-  return static_cast<int32_t>(d) < 0 ? 0 : d;
-}
 
 FlowState initial_state(uint8_t proto, uint8_t tcp_flags, uint8_t& bits) noexcept {
   if (proto == kProtoUdp) return FlowState::kUdp;
@@ -163,14 +83,6 @@ inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
 
 }  // namespace
 
-struct alignas(64) FlowTable::Bucket {
-  uint16_t sig[kWays];
-  uint32_t stamp[kWays];
-  uint8_t state[kWays];
-  uint8_t bits[kWays];
-  FlowEntry entry[kWays];
-};
-static_assert(kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
 FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator& alloc,
                                  const char** error) noexcept {
@@ -240,14 +152,6 @@ void FlowTable::Deleter::operator()(FlowTable* t) const noexcept {
   const std::size_t bytes = t->bytes_;
   t->~FlowTable();
   a.release(t, bytes, a.ctx);
-}
-
-uint64_t FlowTable::hash(const FlowKey& key) const noexcept {
-  return key_hash(key, seed_);
-}
-
-void FlowTable::prefetch(uint64_t h) const noexcept {
-  __builtin_prefetch(&buckets_[h & mask_], 1, 3);
 }
 
 CG_FLOW_INLINE bool FlowTable::expired(const Bucket& b, unsigned i, uint32_t t) const noexcept {
@@ -398,6 +302,31 @@ FlowResult FlowTable::track(const FlowKey& key, Side side, uint8_t tcp_flags,
   return r;
 }
 
+// Stages 2 and 3 of a burst whose bucket headers are on their way: prefetch
+// the entry whose signature matches (the hit's line, or nothing for a new
+// flow), then resolve in packet order (so the results equal n track() calls).
+void FlowTable::resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t,
+                        FlowResult* out) noexcept {
+  for (uint32_t j = 0; j < n; ++j) prefetch_entry(h[j]);
+  for (uint32_t j = 0; j < n; ++j) {
+    const FlowPacket& p = pkts[j];
+    track_hashed(p.key, h[j], p.side, p.tcp_flags, t, kPinned, out[j]);
+  }
+}
+
+// Unpins the entries of a burst. An entry's bucket and slot follow from its address.
+void FlowTable::unpin(const FlowResult* out, uint32_t n) noexcept {
+  auto* const first = reinterpret_cast<unsigned char*>(buckets_);
+  for (uint32_t j = 0; j < n; ++j) {
+    if (out[j].entry == nullptr) continue;
+    const auto off =
+        static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
+    Bucket& b = buckets_[off / sizeof(Bucket)];
+    const std::size_t slot = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
+    b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);
+  }
+}
+
 void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
                             FlowResult* out) noexcept {
   constexpr uint32_t kChunk = 32;
@@ -408,31 +337,17 @@ void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
     // Stage 1: hash everything, prefetch the bucket headers.
     for (uint32_t j = 0; j < c; ++j) {
       h[j] = key_hash(pkts[base + j].key, seed_);
-      __builtin_prefetch(&buckets_[h[j] & mask_], 1, 3);
+      prefetch(h[j]);
     }
-    // Stage 2: the headers are on their way or here; prefetch the entry
-    // whose signature matches (the hit's line, or nothing for a new flow).
-    for (uint32_t j = 0; j < c; ++j) {
-      const Bucket& b = buckets_[h[j] & mask_];
-      const uint32_t m = match(b.sig, signature(h[j]));
-      if (m != 0) __builtin_prefetch(&b.entry[first_slot(m)], 1, 3);
-    }
-    // Stage 3: resolve in packet order (so the results equal n track() calls).
-    for (uint32_t j = 0; j < c; ++j) {
-      const FlowPacket& p = pkts[base + j];
-      track_hashed(p.key, h[j], p.side, p.tcp_flags, t, kPinned, out[base + j]);
-    }
+    resolve(pkts + base, h, c, t, out + base);
   }
-  // Unpin. An entry's bucket and slot follow from its address.
-  auto* const first = reinterpret_cast<unsigned char*>(buckets_);
-  for (uint32_t j = 0; j < n; ++j) {
-    if (out[j].entry == nullptr) continue;
-    const auto off =
-        static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
-    Bucket& b = buckets_[off / sizeof(Bucket)];
-    const std::size_t slot = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
-    b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);
-  }
+  unpin(out, n);
+}
+
+void FlowTable::track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint32_t n, uint64_t now,
+                            FlowResult* out) noexcept {
+  resolve(pkts, hashes, n, units(now), out);
+  unpin(out, n);
 }
 
 FlowResult FlowTable::find(const FlowKey& key, Side side, uint64_t now) noexcept {

@@ -36,9 +36,17 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "cuckoogate/flow/flow_key.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace cg::flow {
 
@@ -181,6 +189,87 @@ struct FlowStats {
   uint64_t syn_deferred = 0;     // bare SYNs that created no entry (track_bare_syn off)
 };
 
+// The table's per-slot encoding and key helpers, inline for the fast path
+// below (touch()); not part of the interface.
+namespace detail {
+
+// Header bits per slot.
+constexpr uint8_t kInitB = 0x01;    // the initiator is side B of the key
+constexpr uint8_t kReplied = 0x02;  // a packet from the responder has been seen
+constexpr uint8_t kFinFwd = 0x04;   // FIN from the initiator
+constexpr uint8_t kFinRev = 0x08;   // FIN from the responder
+constexpr uint8_t kPinned = 0x10;   // returned by the running track_burst: not evictable
+
+constexpr unsigned kTimeoutSlots = 16;  // state (3 bits) | replied << 3
+
+inline unsigned timeout_index(uint8_t state, uint8_t bits) noexcept {
+  return state | ((bits & kReplied) != 0 ? 8u : 0u);
+}
+
+inline uint16_t signature(uint64_t h) noexcept {
+  const auto s = static_cast<uint16_t>(h >> 48);
+  return static_cast<uint16_t>(s | (s == 0));  // 0 marks an empty slot
+}
+
+// Bit 2*i is set for every slot i whose signature equals `sig`.
+inline uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
+#if defined(__SSE2__)
+  const __m128i s = _mm_load_si128(reinterpret_cast<const __m128i*>(sigs));
+  const __m128i eq = _mm_cmpeq_epi16(s, _mm_set1_epi16(static_cast<short>(sig)));
+  return static_cast<uint32_t>(_mm_movemask_epi8(eq)) & 0x5555u;
+#else
+  uint32_t m = 0;
+  for (unsigned i = 0; i < 8; ++i) m |= static_cast<uint32_t>(sigs[i] == sig) << (2 * i);
+  return m;
+#endif
+}
+
+inline unsigned first_slot(uint32_t m) noexcept {
+  return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
+}
+
+// An IPv4 key has 24 zero bytes (the rest of its address fields): hashing
+// its 16 meaningful bytes takes XXH3's short path, a third of the 40-byte
+// one's cost. Both forms depend on every byte that can differ.
+// The two 8-byte words are composed in registers and stored whole: XXH3
+// reads them back at once, and a word assembled from two 4-byte stores
+// cannot be forwarded from the store buffer (a stall on every packet).
+inline uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
+  if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
+  uint32_t a, b;
+  std::memcpy(&a, key.addr_a, 4);
+  std::memcpy(&b, key.addr_b, 4);
+  uint64_t v4[2];
+  v4[0] = uint64_t{a} | uint64_t{b} << 32;
+  std::memcpy(&v4[1], &key.port_a, 8);  // port_a, port_b, zone, proto, family
+  return XXH3_64bits_withSeed(v4, sizeof v4, seed);
+}
+static_assert(offsetof(FlowKey, family) == offsetof(FlowKey, port_a) + 7);
+
+// Word by word from the keys themselves: copying them into local arrays
+// first made GCC spill one key to the stack on every compare.
+inline uint64_t key_word(const FlowKey& k, unsigned i) noexcept {
+  uint64_t v;
+  std::memcpy(&v, reinterpret_cast<const unsigned char*>(&k) + 8 * i, 8);
+  return v;
+}
+static_assert(sizeof(FlowKey) == 40);
+
+inline bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
+  return ((key_word(a, 0) ^ key_word(b, 0)) | (key_word(a, 1) ^ key_word(b, 1)) |
+          (key_word(a, 2) ^ key_word(b, 2)) | (key_word(a, 3) ^ key_word(b, 3)) |
+          (key_word(a, 4) ^ key_word(b, 4))) == 0;
+}
+
+// Age in stamp units; a stamp ahead of `t` (a clock that stepped back a
+// little) counts as age 0, so stamps may wrap after 2^31 units.
+inline uint32_t age(uint32_t stamp, uint32_t t) noexcept {
+  const uint32_t d = t - stamp;
+  return static_cast<int32_t>(d) < 0 ? 0 : d;
+}
+
+}  // namespace detail
+
 struct FlowTableTestAccess;  // tests only
 
 class alignas(64) FlowTable {
@@ -225,9 +314,30 @@ class alignas(64) FlowTable {
   // anyway; this only keeps `active` close to the live count when idle.
   uint32_t expire(uint64_t now, uint32_t max_buckets) noexcept;
 
-  uint64_t hash(const FlowKey& key) const noexcept;
+  uint64_t hash(const FlowKey& key) const noexcept { return detail::key_hash(key, seed_); }
   // Prefetches the bucket header of a hash (for callers that pipeline).
-  void prefetch(uint64_t hash) const noexcept;
+  inline void prefetch(uint64_t hash) const noexcept;
+  // Once that header is in: prefetches the entry whose signature matches
+  // (the line touch() and track() compare the key with), if any.
+  inline void prefetch_entry(uint64_t hash) const noexcept;
+
+  // track_burst() with the hashes already computed (hash() of each key).
+  void track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint32_t n, uint64_t now,
+                   FlowResult* out) noexcept;
+
+  // The common case of track(), inline, in two steps for callers that
+  // pipeline a burst themselves (hash(), prefetch(), prefetch_entry(), then
+  // these in packet order) and decide in between whether to go on.
+  // peek(): if `key` (hash `h`) has a live entry and this packet would change
+  // nothing of it but its last-seen time, its reply bit and kTcpNew ->
+  // kTcpEstablished — a TCP segment without SYN, FIN or RST, or any packet of
+  // another protocol — returns the entry and the packet's direction in *dir,
+  // changing nothing. Otherwise nullptr: give the packet to track() or
+  // track_burst(). touch(e, dir, now) then does what track() would do for
+  // that packet (counted as a hit). The entry is not pinned (track_burst).
+  inline FlowEntry* peek(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                         Dir* dir) const noexcept;
+  inline void touch(FlowEntry* e, Dir dir, uint64_t now) noexcept;
 
   uint64_t capacity() const noexcept { return uint64_t{mask_ + 1} * kWays; }
   std::size_t memory_bytes() const noexcept { return bytes_; }
@@ -256,6 +366,8 @@ class alignas(64) FlowTable {
   void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
                     uint8_t pin, FlowResult& r) noexcept;
   int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
+  void resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t, FlowResult* out) noexcept;
+  void unpin(const FlowResult* out, uint32_t n) noexcept;
 
   Bucket* buckets_ = nullptr;
   uint64_t mask_ = 0;  // buckets - 1
@@ -269,5 +381,56 @@ class alignas(64) FlowTable {
   // FlowStats' fields in order, on their own line (the control lcore reads them).
   alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
 };
+
+struct alignas(64) FlowTable::Bucket {
+  uint16_t sig[kWays];
+  uint32_t stamp[kWays];
+  uint8_t state[kWays];
+  uint8_t bits[kWays];
+  FlowEntry entry[kWays];
+};
+static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
+
+void FlowTable::prefetch(uint64_t hash) const noexcept {
+  __builtin_prefetch(&buckets_[hash & mask_], 1, 3);
+}
+
+void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
+  const Bucket& b = buckets_[hash & mask_];
+  const uint32_t m = detail::match(b.sig, detail::signature(hash));
+  if (m != 0) __builtin_prefetch(&b.entry[detail::first_slot(m)], 1, 3);
+}
+
+FlowEntry* FlowTable::peek(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                           Dir* dir) const noexcept {
+  using namespace detail;
+  if (key.proto == kProtoTcp && (tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0) return nullptr;
+  const Bucket& b = buckets_[h & mask_];
+  for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
+    const unsigned i = first_slot(m);
+    if (!key_equal(b.entry[i].key, key)) continue;  // another flow with the same signature: rare
+    const uint8_t bits = b.bits[i];
+    if (age(b.stamp[i], units(now)) > timeout_[timeout_index(b.state[i], bits)]) return nullptr;  // expired
+    *dir = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
+    return const_cast<FlowEntry*>(&b.entry[i]);
+  }
+  return nullptr;
+}
+
+void FlowTable::touch(FlowEntry* e, Dir dir, uint64_t now) noexcept {
+  using namespace detail;
+  // The entry's bucket and slot follow from its address.
+  const auto off = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(e) -
+                                            reinterpret_cast<unsigned char*>(buckets_));
+  Bucket& b = buckets_[off / sizeof(Bucket)];
+  const std::size_t i = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
+  if (dir == Dir::kReverse) {
+    b.bits[i] = static_cast<uint8_t>(b.bits[i] | kReplied);
+    if (b.state[i] == static_cast<uint8_t>(FlowState::kTcpNew)) b.state[i] = static_cast<uint8_t>(FlowState::kTcpEstablished);
+  }
+  b.stamp[i] = units(now);
+  std::atomic<uint64_t>& hits = counters_[offsetof(FlowStats, hits) / sizeof(uint64_t)];
+  hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // single writer
+}
 
 }  // namespace cg::flow
