@@ -39,8 +39,6 @@ static_assert(std::has_unique_object_representations_v<FlowStats>,
 
 namespace {
 
-constexpr unsigned kWays = FlowTable::kWays;
-
 FlowState initial_state(uint8_t proto, uint8_t tcp_flags, uint8_t& bits) noexcept {
   if (proto == kProtoUdp) return FlowState::kUdp;
   if (proto != kProtoTcp) return FlowState::kOther;
