@@ -50,7 +50,13 @@ void* flat_string(const redisReadTask* t, char* s, size_t len) {
     return nullptr;
   }
 }
+// No page or snapshot chunk the gateway asks for comes near this; a reply
+// that declares more (a broken or hostile server: "*2000000000") is an
+// error, not gigabytes allocated up front (sync_fuzz found it).
+constexpr int kMaxArrayElements = 1 << 20;
+
 void* flat_array(const redisReadTask* t, int n) {
+  if (n < 0 || n > kMaxArrayElements) return nullptr;
   try {
     return handle(flat_of(t)->add({FlatReply::kArray, static_cast<uint32_t>(n), 0}, parent_of(t), t->idx));
   } catch (...) {
