@@ -42,7 +42,7 @@ for line in open(sys.argv[1]):
     t = json.loads(line)
     if t["result"] in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
         print("  %s: %s %s (%.1f s)" % (sys.argv[2], t["result"], t["name"], t["duration"]))
-        for out in ((t.get("stdout") or "") + (t.get("stderr") or "")).splitlines()[-25:]:
+        for out in ((t.get("stdout") or "") + "\n" + (t.get("stderr") or "")).splitlines()[-25:]:
             print("    | " + out[:300])
 ' "$log" "$1")
     [ -n "$names" ] && failed_names+="$names"$'\n'
