@@ -1,0 +1,75 @@
+// KeyOrder (cuckoogate/store/key_order.hpp), the bulk load's sort: positions
+// in the order std::stable_sort by key gives, for keys that share long
+// prefixes, are prefixes of each other, hold zero bytes (a short key padded
+// with zeros looks like a longer one), repeat, or are empty.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuckoogate/store/key_order.hpp"
+#include "test_util.hpp"
+
+namespace cg::store {
+namespace {
+
+using namespace std::string_literals;
+
+std::vector<std::uint32_t> reference(const std::vector<std::string>& keys) {
+  std::vector<std::uint32_t> want(keys.size());
+  std::iota(want.begin(), want.end(), 0u);
+  std::stable_sort(want.begin(), want.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+  return want;
+}
+
+std::vector<std::uint32_t> sorted(const std::vector<std::string>& keys) {
+  const KeyOrder order(keys.size(), [&](std::size_t i) { return std::string_view(keys[i]); });
+  std::vector<std::uint32_t> got(order.size());
+  for (std::size_t j = 0; j < order.size(); ++j) got[j] = order[j];
+  return got;
+}
+
+TEST(KeyOrder, ZeroPaddingAndPrefixesOrderLikeTheBytes) {
+  const std::vector<std::string> keys = {
+      "abcdefgh"s, "abcdefg"s, "abcdefgh\0"s, "abcdefgh\0\0"s, ""s,  "\0"s, "abcdefg\0"s,
+      "abcdefghi"s, "abcdefgh"s, "abcdefgh\0"s, "\0\0\0\0\0\0\0\0\0"s, "\0\0\0\0\0\0\0\0"s, "b"s, "abcdefgh\x01"s,
+      "abcdefghabcdefgh"s, "abcdefghabcdefg"s, "abcdefghabcdefgh\0"s, "abcdefghabcdefgh"s, ""s, "\xff\xff"s,
+  };
+  EXPECT_EQ(sorted(keys), reference(keys));
+}
+
+TEST(KeyOrder, EmptyAndSingle) {
+  EXPECT_TRUE(sorted({}).empty());
+  EXPECT_EQ(sorted({"x"}), std::vector<std::uint32_t>{0});
+}
+
+// Keys like a feed's: long shared prefixes (host and url rules), binary
+// address keys, many repeats; lengths across several 8-byte levels.
+TEST(KeyOrder, MatchesAStableSortOfRandomKeys) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 40; ++round) {
+    const std::size_t n = rng() % 3000;
+    const std::vector<std::string> stems = {"", "H", "Hnet\0example\0"s, "Uexample.org/p/", std::string(17, '\0'),
+                                            std::string(8, 'a')};
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!keys.empty() && rng() % 5 == 0) {  // a repeat of an earlier key
+        keys.push_back(keys[rng() % keys.size()]);
+        continue;
+      }
+      std::string k = stems[rng() % stems.size()];
+      const std::size_t extra = rng() % 20;
+      const int alphabet = round % 2 == 0 ? 3 : 256;  // few symbols: many shared prefixes
+      for (std::size_t b = 0; b < extra; ++b) k += static_cast<char>(rng() % alphabet);
+      keys.push_back(std::move(k));
+    }
+    ASSERT_EQ(sorted(keys), reference(keys)) << "round " << round << " CG_SEED=" << seed;
+  }
+}
+
+}  // namespace
+}  // namespace cg::store
