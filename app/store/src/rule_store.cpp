@@ -16,7 +16,123 @@ RuleStore::RuleStore(Options opt)
     : opt_(std::move(opt)),
       clock_(opt_.clock ? opt_.clock : Clock(&RuleStore::system_clock_ms)),
       rules_(opt_.seed, &domain_),
+      side_(opt_.seed ^ 0xd1b54a32d192ed03ULL, &domain_),
       ttl_(opt_.seed ^ 0x9e3779b97f4a7c15ULL, &domain_) {}
+
+namespace {
+constexpr std::int64_t kAddedMin = -(std::int64_t{1} << (PackedMeta::kAddedBits - 1));
+constexpr std::int64_t kAddedMax = (std::int64_t{1} << (PackedMeta::kAddedBits - 1)) - 1;
+constexpr std::uint64_t kAddedMask = (std::uint64_t{1} << PackedMeta::kAddedBits) - 1;
+constexpr std::uint64_t kSideBit = std::uint64_t{1} << 63;
+}  // namespace
+
+bool PackedMeta::fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id) noexcept {
+  return text.empty() && added_unix_ms >= kAddedMin && added_unix_ms <= kAddedMax && set_id < (1U << kSetBits);
+}
+
+PackedMeta::PackedMeta(std::uint64_t id_, std::int64_t added_unix_ms, std::int64_t expiry, std::string_view text,
+                       std::uint32_t set_id) noexcept
+    : id(id_), expiry_unix_ms(expiry) {
+  if (!fits(added_unix_ms, text, set_id)) {
+    word_ = kSideBit;
+    return;
+  }
+  word_ = (static_cast<std::uint64_t>(added_unix_ms) & kAddedMask) |
+          (static_cast<std::uint64_t>(set_id) << kAddedBits);
+}
+
+PackedMeta::PackedMeta(const RuleMeta& m) noexcept
+    : PackedMeta(m.id, m.added_unix_ms, m.expiry_unix_ms, m.text.view(), m.set_id) {}
+
+bool RuleStore::unpack(std::string_view key, const PackedMeta& p, RuleMeta* out) const {
+  out->id = p.id;
+  out->expiry_unix_ms = p.expiry_unix_ms;
+  if (!p.has_side()) {
+    out->added_unix_ms = p.added_unix_ms();
+    out->set_id = p.set_id();
+    if (!out->text.empty()) out->text = StoredText();
+    return true;
+  }
+  std::optional<SideMeta> s = side_.find(key);
+  if (!s || s->id != p.id) return false;
+  out->added_unix_ms = s->added_unix_ms;
+  out->set_id = s->set_id;
+  out->text = std::move(s->text);
+  return true;
+}
+
+std::optional<RuleMeta> RuleStore::get(std::string_view key) const {
+  for (;;) {
+    const std::optional<PackedMeta> p = rules_.find(key);
+    if (!p) return std::nullopt;
+    RuleMeta m;
+    // A failure means the rule was deleted or replaced after p was read (a
+    // writer progressed): look again.
+    if (unpack(key, *p, &m)) return m;
+  }
+}
+
+bool RuleStore::Cursor::next() {
+  ready_ = false;
+  while (c_.next()) {
+    if (!c_.value().has_side()) return true;  // unpacked when value() asks
+    // A rule whose side entry is gone was deleted during the scan: it may be
+    // left out (SkipListMap::Cursor's contract).
+    if (st_->unpack(c_.key(), c_.value(), &cur_)) {
+      ready_ = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+const RuleMeta& RuleStore::Cursor::value() const {
+  if (!ready_) {
+    st_->unpack(c_.key(), c_.value(), &cur_);  // no side entry: always succeeds
+    ready_ = true;
+  }
+  return cur_;
+}
+
+const RuleMeta* RuleStore::Finder::find(std::string_view key) {
+  const PackedMeta* p = f_.find(key);
+  if (p == nullptr) return nullptr;
+  if (st_->unpack(key, *p, &cur_)) return &cur_;
+  std::optional<RuleMeta> m = st_->get(key);  // replaced meanwhile: its present state
+  if (!m) return nullptr;
+  cur_ = std::move(*m);
+  return &cur_;
+}
+
+void RuleStore::insert_side(std::string_view key, const RuleMeta& m) {
+  if (PackedMeta::fits(m.added_unix_ms, m.text.view(), m.set_id)) return;
+  // erase_rule() took any earlier rule's entry of this key out with its node.
+  side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id});
+}
+
+void RuleStore::insert_rule(std::string_view key, const RuleMeta& m) {
+  insert_side(key, m);
+  rules_.insert(key, PackedMeta(m));
+}
+
+bool RuleStore::erase_rule(std::string_view key, RuleMeta* removed) {
+  PackedMeta p;
+  if (rules_.erase(key, &p) != EraseResult::erased) return false;
+  if (!p.has_side()) {
+    if (removed != nullptr) unpack(key, p, removed);
+    return true;
+  }
+  SideMeta s;
+  side_.erase(key, &s);
+  if (removed != nullptr) {
+    removed->id = p.id;
+    removed->expiry_unix_ms = p.expiry_unix_ms;
+    removed->added_unix_ms = s.added_unix_ms;
+    removed->set_id = s.set_id;
+    removed->text = std::move(s.text);
+  }
+  return true;
+}
 
 RuleStore::~RuleStore() = default;
 
@@ -52,7 +168,7 @@ Status RuleStore::open(Options opt, std::unique_ptr<RuleStore>* out, RecoveryRep
   const std::int64_t now = st->clock_();
   std::vector<std::string> expired;
   for (auto c = st->rules_.scan(); c.next();) {
-    const RuleMeta& m = c.value();
+    const PackedMeta& m = c.value();
     if (m.expiry_unix_ms == 0) continue;
     if (m.expiry_unix_ms <= now) {
       expired.emplace_back(c.key());
@@ -60,7 +176,7 @@ Status RuleStore::open(Options opt, std::unique_ptr<RuleStore>* out, RecoveryRep
       st->ttl_.schedule(m.expiry_unix_ms, c.key());
     }
   }
-  for (const auto& k : expired) st->rules_.erase(k);
+  for (const auto& k : expired) st->erase_rule(k, nullptr);
   if (report != nullptr && !expired.empty()) {
     report->notes.push_back("dropped " + std::to_string(expired.size()) +
                             " rule(s) that expired while the store was closed");
@@ -103,14 +219,14 @@ void RuleStore::replay_record(StoreRecord&& r) {
     case RecordOp::add:
       // Replay is idempotent (an add replaces): a snapshot is taken while
       // writers run, so it may already contain effects of later records.
-      rules_.erase(r.key);
-      rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
+      erase_rule(r.key, nullptr);
+      insert_rule(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
       break;
     case RecordOp::txn:
     case RecordOp::txn_abort:
       return;  // handled by apply_replay
     case RecordOp::del:
-      rules_.erase(r.key);
+      erase_rule(r.key, nullptr);
       break;
     case RecordOp::flush:
       clear_memory(nullptr);
@@ -129,7 +245,7 @@ void RuleStore::clear_memory(std::vector<Removed>* removed) {
   for (auto c = rules_.scan(); c.next();) keys.emplace_back(c.key());
   for (auto& k : keys) {
     RuleMeta m;
-    if (rules_.erase(k, &m) != EraseResult::erased) continue;
+    if (!erase_rule(k, &m)) continue;
     if (m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, k);
     if (removed != nullptr) removed->push_back({std::move(k), std::move(m)});
   }
@@ -216,9 +332,10 @@ StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t
   return r;
 }
 
-// What an add of a rule with lifetime ttl_ms does to a present rule `m`.
-Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms) {
-  return m.expiry_unix_ms == 0 && ttl_ms == 0 ? Errc::exists : Errc::updated;
+// What an add of a rule with lifetime ttl_ms does to a present rule that
+// expires at expiry_unix_ms (0: never).
+Errc add_onto_present(std::int64_t expiry_unix_ms, std::int64_t ttl_ms) {
+  return expiry_unix_ms == 0 && ttl_ms == 0 ? Errc::exists : Errc::updated;
 }
 
 }  // namespace
@@ -232,26 +349,23 @@ void RuleStore::apply_in_memory(StoreRecord&& r) {
   }
   if (r.op == RecordOp::del) {
     RuleMeta m;
-    if (rules_.erase(r.key, &m) == EraseResult::erased && m.expiry_unix_ms != 0)
-      ttl_.cancel(m.expiry_unix_ms, r.key);
+    if (erase_rule(r.key, &m) && m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, r.key);
     return;
   }
   // An add onto a present key replaces it (a lifetime change). Readers of the
   // store run on the control thread or in tests; between the erase and the
   // insert a concurrent reader may see the key absent for a moment.
   RuleMeta old;
-  if (rules_.erase(r.key, &old) == EraseResult::erased && old.expiry_unix_ms != 0)
-    ttl_.cancel(old.expiry_unix_ms, r.key);
+  if (erase_rule(r.key, &old) && old.expiry_unix_ms != 0) ttl_.cancel(old.expiry_unix_ms, r.key);
   if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
-  rules_.insert(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
+  insert_rule(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
 }
 
 std::uint32_t RuleStore::intern_set(std::string_view name) {
   std::lock_guard m(sets_mu_);
-  for (std::size_t i = 0; i < set_names_.size(); ++i)
-    if (set_names_[i] == name) return static_cast<std::uint32_t>(i);
-  set_names_.emplace_back(name);
-  return static_cast<std::uint32_t>(set_names_.size() - 1);
+  const auto [it, fresh] = set_ids_.try_emplace(std::string(name), static_cast<std::uint32_t>(set_names_.size()));
+  if (fresh) set_names_.emplace_back(name);
+  return it->second;
 }
 
 std::string RuleStore::set_name(std::uint32_t id) const {
@@ -261,14 +375,14 @@ std::string RuleStore::set_name(std::uint32_t id) const {
 
 std::optional<std::uint32_t> RuleStore::find_set(std::string_view name) const {
   std::lock_guard m(sets_mu_);
-  for (std::size_t i = 0; i < set_names_.size(); ++i)
-    if (set_names_[i] == name) return static_cast<std::uint32_t>(i);
-  return std::nullopt;
+  const auto it = set_ids_.find(std::string(name));
+  if (it == set_ids_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::pair<std::string, std::size_t>> RuleStore::set_counts() const {
   std::vector<std::size_t> n;
-  for (auto c = rules_.scan(); c.next();) {
+  for (auto c = list(); c.next();) {
     const std::uint32_t id = c.value().set_id;
     if (n.size() <= id) n.resize(id + 1, 0);
     ++n[id];
@@ -323,17 +437,19 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
         continue;
       }
       prev = &q;
-      const RuleMeta* present = finder.find(q.key);  // valid until the next find
-      if (present == nullptr) {
+      const PackedMeta* p = finder.find(q.key);  // valid until the next find
+      if (p == nullptr) {
         entries.push_back({i, -1, next_id++});
         continue;
       }
-      if (add_onto_present(*present, q.ttl_ms) == Errc::exists) {
+      if (add_onto_present(p->expiry_unix_ms, q.ttl_ms) == Errc::exists) {
         (*results)[i] = Errc::exists;
         continue;
       }
       (*results)[i] = Errc::updated;
-      recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, present, set_name(present->set_id), &next_id));
+      RuleMeta present;
+      unpack(q.key, *p, &present);  // writers are serialised: its side entry is there
+      recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &present, set_name(present.set_id), &next_id));
       entries.push_back({i, static_cast<std::int32_t>(recs.size() - 1), recs.back().id});
     }
   }  // the finder's pin ends before the journal's I/O
@@ -382,7 +498,8 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
       first_added = nullptr;
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
-    inserter.insert(q.key, RuleMeta{e.id, now, expiry, q.text, last_set_id});
+    if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{e.id, now, expiry, q.text, last_set_id});
+    inserter.insert(q.key, PackedMeta(e.id, now, expiry, q.text, last_set_id));
   }
   return Status::Ok();
 }
@@ -436,7 +553,7 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
       continue;
     }
     auto it = touched.find(c.key);
-    if (it == touched.end()) it = touched.emplace(c.key, rules_.find(c.key)).first;
+    if (it == touched.end()) it = touched.emplace(c.key, get(c.key)).first;
     std::optional<RuleMeta>& cur = it->second;
     if (c.op == Change::Op::del) {
       if (!cur) {
@@ -450,7 +567,7 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
       cur.reset();
     } else {
       if (cur) {
-        (*results)[i] = add_onto_present(*cur, c.ttl_ms);
+        (*results)[i] = add_onto_present(cur->expiry_unix_ms, c.ttl_ms);
         if ((*results)[i] == Errc::exists) continue;
       }
       StoreRecord r = add_record(c.key, c.text, c.ttl_ms, now, cur ? &*cur : nullptr,
@@ -508,8 +625,10 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         continue;
       }
       if (!have_key || c.key != cur_key) {
-        const RuleMeta* p = finder.find(c.key);  // valid until the next find
-        cur = p != nullptr ? std::optional<RuleMeta>(*p) : std::nullopt;
+        const PackedMeta* p = finder.find(c.key);  // valid until the next find
+        RuleMeta m;
+        if (p != nullptr) unpack(c.key, *p, &m);  // writers are serialised: its side entry is there
+        cur = p != nullptr ? std::optional<RuleMeta>(std::move(m)) : std::nullopt;
         cur_key = c.key;
         have_key = true;
       }
@@ -524,7 +643,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         continue;
       }
       if (cur) {
-        (*results)[i] = add_onto_present(*cur, c.ttl_ms);
+        (*results)[i] = add_onto_present(cur->expiry_unix_ms, c.ttl_ms);
         if ((*results)[i] == Errc::exists) continue;
         updates.push_back(add_record(c.key, c.text, c.ttl_ms, now, &*cur, set_name(cur->set_id), &next_id));
         cur->expiry_unix_ms = updates.back().expiry_unix_ms;
@@ -594,13 +713,14 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
       case Kind::fresh: {
         const std::int64_t expiry = c.ttl_ms > 0 ? now + c.ttl_ms : 0;
         if (expiry != 0) ttl_.schedule(expiry, c.key);
-        inserter.insert(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id});
+        if (!PackedMeta::fits(now, c.text, s.set_id)) insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id});
+        inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id));
         break;
       }
       case Kind::update: apply_in_memory(std::move(updates[u++])); break;
       case Kind::del: {
         RuleMeta m;
-        if (rules_.erase(c.key, &m) == EraseResult::erased && m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, c.key);
+        if (erase_rule(c.key, &m) && m.expiry_unix_ms != 0) ttl_.cancel(m.expiry_unix_ms, c.key);
         break;
       }
     }
@@ -612,13 +732,13 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
 Status RuleStore::del(std::string_view key, RuleMeta* removed) {
   std::lock_guard lock(write_mu_);
   if (Status s = check_writable(); !s.ok()) return s;
-  std::optional<RuleMeta> m = rules_.find(key);
+  std::optional<RuleMeta> m = get(key);
   if (!m) return {Errc::absent, "rule not present"};
   StoreRecord r;
   r.op = RecordOp::del;
   r.key.assign(key);
   if (Status s = append_and_sync({r}); !s.ok()) return s;
-  rules_.erase(key);
+  erase_rule(key, nullptr);
   if (m->expiry_unix_ms != 0) ttl_.cancel(m->expiry_unix_ms, key);
   if (removed != nullptr) *removed = std::move(*m);
   return Status::Ok();
@@ -632,7 +752,7 @@ Status RuleStore::move(std::span<const Move> moves, std::vector<Errc>* results) 
   std::unordered_map<std::string_view, std::optional<RuleMeta>> touched;
   auto state = [&](std::string_view k) -> std::optional<RuleMeta>& {
     auto it = touched.find(k);
-    if (it == touched.end()) it = touched.emplace(k, rules_.find(k)).first;
+    if (it == touched.end()) it = touched.emplace(k, get(k)).first;
     return it->second;
   };
   std::vector<StoreRecord> recs;
@@ -715,7 +835,7 @@ Status RuleStore::expire_due(std::int64_t now_ms, std::vector<Removed>* expired,
   std::vector<StoreRecord> recs;
   std::vector<Removed> victims;
   for (auto& [deadline, key] : due) {
-    std::optional<RuleMeta> m = rules_.find(key);
+    std::optional<RuleMeta> m = get(key);
     if (!m || m->expiry_unix_ms != deadline) continue;  // stale entry
     StoreRecord r;
     r.op = RecordOp::del;
@@ -728,7 +848,7 @@ Status RuleStore::expire_due(std::int64_t now_ms, std::vector<Removed>* expired,
     return s;
   }
   for (auto& v : victims) {
-    rules_.erase(v.key);
+    erase_rule(v.key, nullptr);
     if (expired != nullptr) expired->push_back(std::move(v));
   }
   return Status::Ok();
@@ -754,7 +874,7 @@ Status RuleStore::snapshot() {
   // Every record <= seq is applied in memory; writes after it may or may not
   // show in this weakly consistent scan, and replay of records > seq fixes
   // them up (replay is idempotent per key, docs/store.md).
-  Cursor c = rules_.scan();
+  Cursor c = list();
   StoreRecord r;
   std::size_t next_mark = 0;
   Status s = log_->write_snapshot(seq, [&](std::string* payload) {

@@ -109,6 +109,53 @@ struct RuleMeta {
 // The text's heap block (none for the empty text).
 inline std::size_t value_heap_bytes(const RuleMeta& m) noexcept { return m.text.heap_bytes(); }
 
+// A rule's metadata as the ordered map holds it: 24 bytes, not RuleMeta's 40
+// (docs/store.md, "Rule metadata in memory"). The id and the expiry as they
+// are; the added time (48-bit signed milliseconds, years -2489..6429) and the
+// set id (15 bits) share one word whose top bit marks a rule with a side
+// entry instead: one with a text (older state, or a caller that gives one),
+// or an added time or set id outside those ranges. Such a rule's added time,
+// set id and text are in the store's side table (SideMeta, by key).
+class PackedMeta {
+ public:
+  static constexpr int kAddedBits = 48;
+  static constexpr int kSetBits = 15;
+  PackedMeta() noexcept = default;
+  // m without its side part (has_side() when m does not fit).
+  explicit PackedMeta(const RuleMeta& m) noexcept;
+  PackedMeta(std::uint64_t id, std::int64_t added_unix_ms, std::int64_t expiry_unix_ms, std::string_view text,
+             std::uint32_t set_id) noexcept;
+  // Whether a rule with these values packs without a side entry.
+  static bool fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id) noexcept;
+
+  std::uint64_t id = 0;
+  std::int64_t expiry_unix_ms = 0;  // 0 = never expires
+  bool has_side() const noexcept { return (word_ >> 63) != 0; }
+  // Meaningful only without a side entry.
+  std::int64_t added_unix_ms() const noexcept {
+    return static_cast<std::int64_t>(word_ << (64 - kAddedBits)) >> (64 - kAddedBits);  // sign-extends
+  }
+  std::uint32_t set_id() const noexcept {
+    return static_cast<std::uint32_t>((word_ >> kAddedBits) & ((1U << kSetBits) - 1));
+  }
+  bool operator==(const PackedMeta&) const = default;
+
+ private:
+  std::uint64_t word_ = 0;  // [side: 1][set id: 15][added: 48]
+};
+static_assert(sizeof(PackedMeta) == 24);
+
+// The part of a rule that does not fit a PackedMeta (see there). `id` says
+// which rule it belongs to: a reader that meets a rule's node and then its
+// key's side entry with another id (or none) met a rule deleted meanwhile.
+struct SideMeta {
+  std::uint64_t id = 0;
+  std::int64_t added_unix_ms = 0;
+  StoredText text;
+  std::uint32_t set_id = 0;
+};
+inline std::size_t value_heap_bytes(const SideMeta& m) noexcept { return m.text.heap_bytes(); }
+
 class RuleStore {
  public:
   using Clock = std::function<std::int64_t()>;  // milliseconds since the Unix epoch
@@ -130,7 +177,40 @@ class RuleStore {
     std::string key;
     RuleMeta meta;
   };
-  using Cursor = SkipListMap<RuleMeta>::Cursor;
+  // A weakly consistent ordered scan (SkipListMap::Cursor's guarantees):
+  // value() is the rule's RuleMeta, rebuilt from its PackedMeta (and side
+  // entry) when asked for, valid until the next call to next().
+  class Cursor {
+   public:
+    Cursor(Cursor&&) noexcept = default;
+    bool next();
+    std::string_view key() const noexcept { return c_.key(); }
+    const RuleMeta& value() const;
+
+   private:
+    friend class RuleStore;
+    Cursor(const RuleStore* st, SkipListMap<PackedMeta>::Cursor c) : st_(st), c_(std::move(c)) {}
+    const RuleStore* st_;
+    SkipListMap<PackedMeta>::Cursor c_;
+    mutable RuleMeta cur_;
+    mutable bool ready_ = false;  // cur_ holds the current entry's RuleMeta
+  };
+  // Lookups of keys in increasing order, each search starting where the
+  // previous one ended (SkipListMap::OrderedFinder): a bulk load's presence
+  // checks. find()'s result is valid until the next find. Lock-free like
+  // get(); one thread, short-lived.
+  class Finder {
+   public:
+    Finder(Finder&&) noexcept = default;
+    const RuleMeta* find(std::string_view key);
+
+   private:
+    friend class RuleStore;
+    explicit Finder(const RuleStore* st) : st_(st), f_(st->rules_.ordered_finder()) {}
+    const RuleStore* st_;
+    SkipListMap<PackedMeta>::OrderedFinder f_;
+    RuleMeta cur_;
+  };
 
   // Restores the state directory (see the durability contract). Errors:
   // corrupt (damage before the journal tail, without salvage), io_error.
@@ -219,17 +299,13 @@ class RuleStore {
   Status snapshot();
 
   bool contains(std::string_view key) const { return rules_.contains(key); }
-  // Lookups of keys in increasing order, each search starting where the
-  // previous one ended (SkipListMap::OrderedFinder): a bulk load's presence
-  // checks. Lock-free like get(); one thread, short-lived.
-  using Finder = SkipListMap<RuleMeta>::OrderedFinder;
-  Finder finder() const { return rules_.ordered_finder(); }
-  std::optional<RuleMeta> get(std::string_view key) const { return rules_.find(key); }
+  Finder finder() const { return Finder(this); }
+  std::optional<RuleMeta> get(std::string_view key) const;
   // Weakly consistent ordered scans (see SkipListMap::Cursor).
   Cursor list(std::string_view lo = {}, std::optional<std::string_view> hi = std::nullopt) const {
-    return rules_.scan(lo, hi);
+    return Cursor(this, rules_.scan(lo, hi));
   }
-  Cursor list_prefix(std::string_view prefix) const { return rules_.scan_prefix(prefix); }
+  Cursor list_prefix(std::string_view prefix) const { return Cursor(this, rules_.scan_prefix(prefix)); }
   std::size_t size() const noexcept { return rules_.size(); }
   // Named sets: a rule belongs to the set its first add named (RuleMeta::set_id).
   // The name of a set id ("" for 0, the set "default"). Safe from any thread.
@@ -240,9 +316,11 @@ class RuleStore {
   // scan of every rule (control thread, for `info`).
   std::vector<std::pair<std::string, std::size_t>> set_counts() const;
   std::optional<std::int64_t> next_expiry() const { return ttl_.next_deadline(); }
-  // Estimated heap bytes of the ordered rule set and of the expiry index
-  // (SkipListMap::memory_bytes). Safe from any thread.
-  std::size_t rules_memory_bytes() const noexcept { return rules_.memory_bytes(); }
+  // Estimated heap bytes of the ordered rule set (with the side table) and of
+  // the expiry index (SkipListMap::memory_bytes). Safe from any thread.
+  std::size_t rules_memory_bytes() const noexcept { return rules_.memory_bytes() + side_.memory_bytes(); }
+  // Rules with a side entry (SideMeta): a text, or values a PackedMeta cannot hold.
+  std::size_t side_entries() const noexcept { return side_.size(); }
   std::size_t ttl_memory_bytes() const noexcept { return ttl_.memory_bytes(); }
   std::int64_t now() const { return clock_(); }
   bool durable() const noexcept { return log_ != nullptr; }
@@ -270,11 +348,23 @@ class RuleStore {
   void replay_record(StoreRecord&& r);
   std::uint32_t intern_set(std::string_view name);
   void clear_memory(std::vector<Removed>* removed);
+  // p (the node of `key`) as a RuleMeta, with its side entry if it has one;
+  // false when that entry is gone or another rule's (the rule was deleted
+  // or replaced after p was read). Lock-free.
+  bool unpack(std::string_view key, const PackedMeta& p, RuleMeta* out) const;
+  // The map side of a mutation (write_mu_ held, or open()): the side entry
+  // goes in before the node is published and out after the node is erased,
+  // so a reader that reaches a node with has_side() finds its entry unless
+  // the rule is being deleted.
+  void insert_rule(std::string_view key, const RuleMeta& m);
+  void insert_side(std::string_view key, const RuleMeta& m);
+  bool erase_rule(std::string_view key, RuleMeta* removed);
 
   Options opt_;
   Clock clock_;
   EpochDomain domain_;  // shared by rules_ and ttl_; declared first, destroyed last
-  SkipListMap<RuleMeta> rules_;
+  SkipListMap<PackedMeta> rules_;
+  SkipListMap<SideMeta> side_;  // by rule key: the rules whose PackedMeta has_side()
   TtlIndex ttl_;
   std::unique_ptr<DurableLog> log_;
   std::mutex write_mu_;     // serialises mutations
@@ -284,6 +374,7 @@ class RuleStore {
   std::uint64_t mem_seq_ = 0;  // id source when in memory only
   mutable std::mutex sets_mu_;  // guards set_names_ (appended by writers, read by anyone)
   std::vector<std::string> set_names_{std::string()};  // set id -> name; 0 = default
+  std::unordered_map<std::string, std::uint32_t> set_ids_{{std::string(), 0}};  // name -> set id
   // Replay of a transaction (RecordOp::txn): its records wait here until the
   // last one is read; a journal that ends first leaves them unapplied.
   std::uint64_t txn_left_ = 0;
