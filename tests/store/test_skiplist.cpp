@@ -59,6 +59,38 @@ TEST(SkipListMap, KeysOrderAsUnsignedBytes) {
   EXPECT_EQ(got, want);
 }
 
+// A key shorter than 8 bytes is zero-padded in its node (the prefix is read
+// from the key bytes): a short key placed in a freed node that held 0xff
+// bytes there orders and is found exactly as a fresh one.
+TEST(SkipListMap, ShortKeysInReusedNodesOrderAndFindExactly) {
+  SkipListMap<int> m(11);
+  ASSERT_EQ(m.insert("keep the block mapped", 0), InsertResult::inserted);
+  std::vector<std::string> big;
+  for (int i = 0; i < 4096; ++i) big.push_back(std::string(6, '\xff') + std::string(1, static_cast<char>(i)) +
+                                               std::string(1, static_cast<char>(i >> 8)));
+  for (const auto& k : big) ASSERT_EQ(m.insert(k, 1), InsertResult::inserted);
+  for (const auto& k : big) ASSERT_EQ(m.erase(k), EraseResult::erased);
+  m.domain().drain(16);  // freed into the arena's free lists, reused below
+  std::vector<std::string> keys;
+  for (int i = 0; i < 4096; ++i) {
+    std::string k(static_cast<std::size_t>(i % 8), '\0');
+    for (std::size_t j = 0; j < k.size(); ++j) k[j] = "\0a\x01"[(i >> (2 * j)) % 3];
+    keys.push_back(k);
+  }
+  std::map<std::string, int> model{{"keep the block mapped", 0}};
+  for (const auto& k : keys) {
+    const bool fresh = model.emplace(k, 2).second;
+    ASSERT_EQ(m.insert(k, 2), fresh ? InsertResult::inserted : InsertResult::exists);
+  }
+  std::vector<std::string> got, want;
+  for (auto c = m.scan(); c.next();) got.emplace_back(c.key());
+  for (const auto& [k, v] : model) want.push_back(k);
+  EXPECT_EQ(got, want);
+  for (const auto& [k, v] : model) EXPECT_TRUE(m.contains(k)) << testing::PrintToString(k);
+  EXPECT_FALSE(m.contains(std::string(7, '\xff')));
+  EXPECT_FALSE(m.contains(std::string("a\0\0\0\0\0\0\0\0", 9)));
+}
+
 TEST(SkipListMap, InsertOfPresentKeyReportsExistsAndKeepsOldValue) {
   SkipListMap<Meta> m;
   EXPECT_EQ(m.insert("k", {1, "first"}), InsertResult::inserted);

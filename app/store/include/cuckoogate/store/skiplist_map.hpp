@@ -161,9 +161,6 @@ class SkipListMap {
     enum Kind : std::uint8_t { kHead, kData, kMarker };
     Node(Kind k, int h) : kind(k), height(static_cast<std::uint8_t>(h)) {}
     std::atomic<Node*> next{nullptr};
-    // Data nodes: the first 8 key bytes, big-endian, zero-padded. Unequal
-    // prefixes order like the keys, so most comparisons end here.
-    std::uint64_t key_prefix = 0;
     std::atomic<std::uint8_t> refs{1};     // at most 2 (deleter, inserter)
     std::atomic<std::uint8_t> deleted{0};  // data nodes: 1 once logically removed
     const Kind kind;
@@ -177,15 +174,19 @@ class SkipListMap {
       return reinterpret_cast<std::atomic<std::uintptr_t>*>(const_cast<Node*>(this)) - height;
     }
   };
-  static_assert(sizeof(Retirable) + 24 == sizeof(Node) || sizeof(void*) != 8, "a node's header is 48 bytes");
+  static_assert(sizeof(Retirable) + 16 == sizeof(Node) || sizeof(void*) != 8, "a node's header is 40 bytes");
+  // A data node's key takes at least this many bytes (zero-padded): its
+  // first 8 bytes, read as a big-endian integer, are the key's prefix.
+  static constexpr std::size_t kPrefixBytes = 8;
   struct DataNode : Node {
-    // One allocation: [tower: h links][DataNode][key bytes]. The key lives
-    // in the node (no std::string: 32 bytes and, past 15 bytes, a second
-    // allocation per entry saved). From the map's NodeArena, or from
+    // One allocation: [tower: h links][DataNode][key bytes, >= 8]. The key
+    // lives in the node (no std::string: 32 bytes and, past 15 bytes, a
+    // second allocation per entry saved). From the map's NodeArena, or from
     // operator new past NodeArena::kMaxChunk (decided by the size alone, so
     // destroy() needs no note of where a node came from).
     static std::size_t alloc_size(int h, std::size_t key_len) noexcept {
-      return static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>) + sizeof(DataNode) + key_len;
+      return static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>) + sizeof(DataNode) +
+             std::max(key_len, kPrefixBytes);
     }
     static DataNode* create(NodeArena& arena, std::string_view k, V&& v, int h) {
       const std::size_t tower = static_cast<std::size_t>(h) * sizeof(std::atomic<std::uintptr_t>);
@@ -213,16 +214,26 @@ class SkipListMap {
     std::string_view key() const noexcept {
       return {reinterpret_cast<const char*>(this + 1), this->key_len};
     }
+    // The first 8 key bytes, big-endian, zero-padded: unequal prefixes order
+    // like the keys, so most comparisons end here. Read from the key itself
+    // (was a copy in the header: 8 bytes a node).
+    std::uint64_t prefix() const noexcept {
+      std::uint64_t v;
+      std::memcpy(&v, this + 1, sizeof v);
+      if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+      return v;
+    }
     const V value;
 
    private:
     DataNode(std::string_view k, V&& v, int h)
         : Node(Node::kData, h), value(std::move(v)) {
       this->key_len = static_cast<std::uint32_t>(k.size());
-      if (!k.empty()) std::memcpy(reinterpret_cast<char*>(this + 1), k.data(), k.size());
+      char* kb = reinterpret_cast<char*>(this + 1);
+      if (!k.empty()) std::memcpy(kb, k.data(), k.size());
+      if (k.size() < kPrefixBytes) std::memset(kb + k.size(), 0, kPrefixBytes - k.size());
       this->refs.store(h > 0 ? 2 : 1, std::memory_order_relaxed);
       this->reclaim = &reclaim_data;
-      this->key_prefix = prefix_of(k);
     }
   };
   static_assert(alignof(DataNode) <= alignof(std::max_align_t) &&
@@ -294,7 +305,8 @@ class SkipListMap {
   }
   // <0, 0, >0 as the data node's key compares with `key` (prefix kp).
   static int compare(const Node* n, std::string_view key, std::uint64_t kp) noexcept {
-    if (n->key_prefix != kp) return n->key_prefix < kp ? -1 : 1;
+    const std::uint64_t np = static_cast<const DataNode*>(n)->prefix();
+    if (np != kp) return np < kp ? -1 : 1;
     return key_of(n).compare(key);
   }
   static bool is_deleted(const Node* n) noexcept {
@@ -523,7 +535,7 @@ retry:
     // checked like x's just below (unmarked: it is still linked here).
     if (fingers != nullptr) {
       Node* f = fingers[l];
-      if (f != nullptr && f != head_ && f != x && (x == head_ || compare(f, key_of(x), x->key_prefix) > 0)) x = f;
+      if (f != nullptr && f != head_ && f != x && (x == head_ || compare(f, key_of(x), static_cast<const DataNode*>(x)->prefix()) > 0)) x = f;
     }
     std::uintptr_t xr = x->up()[l].load(std::memory_order_acquire);
     if (marked(xr)) {  // x is being deleted: its links are frozen
