@@ -261,8 +261,9 @@ void Blocklist::release_slot(uint32_t slot) {
   removed_at_[slot].store(generation_.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
-Blocklist::Keys Blocklist::keys_of(const Rule& r) {
-  const std::string key = rule_key(r);
+Blocklist::Keys Blocklist::keys_of(const Rule& r) { return keys_of_key(rule_key(r)); }
+
+Blocklist::Keys Blocklist::keys_of_key(std::string_view key) {
   return {key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
 }
 
@@ -306,14 +307,19 @@ uint64_t Blocklist::hits(const Rule& r) const {
 }
 
 bool Blocklist::insert_lookup(const Rule& r, bool pend) {
-  const Keys k = keys_of(r);
+  if (!insert_keys(keys_of(r), r.kind, r.prefix_len ? &r : nullptr)) return false;
+  if (!restoring_ && pend) pending_.push_back(&r);  // in the tables, not in the store yet
+  return true;
+}
+
+bool Blocklist::insert_keys(const Keys& k, RuleKind kind, const Rule* prefix) {
   if (next_slot_ >= max_slots_ && free_slots_.empty()) {
     last_error_ = "max_memory reached: all " + std::to_string(max_slots_) + " rule slots in use";
     return false;
   }
   if (!ensure_room(1)) return false;  // grows the tables at the load target
-  const bool exact_rule = !r.prefix_len;  // prefix rules are counted by prefixes_, not the kind mask
-  if (exact_rule) count_kind(r.kind, +1);
+  const bool exact_rule = prefix == nullptr;  // prefix rules are counted by prefixes_, not the kind mask
+  if (exact_rule) count_kind(kind, +1);
   // Filter first: a worker that sees the fingerprint but not yet the exact
   // key simply does not drop (the rule is not acknowledged yet either).
   // No cuckoo path below the load target: grow (copies every present rule,
@@ -322,15 +328,15 @@ bool Blocklist::insert_lookup(const Rule& r, bool pend) {
     last_error_ = "the filter found no cuckoo path";  // or grow_tables' reason
     if (restoring_ || !grow_tables(std::max<std::size_t>(capacity_, 64) * 2) ||
         filter_->insert(k.hash) != InsertResult::kOk) {
-      if (exact_rule) count_kind(r.kind, -1);
+      if (exact_rule) count_kind(kind, -1);
       return false;
     }
   }
   const uint32_t slot = take_slot();
-  const bool in_exact = exact_->add(k.key, r.kind, slot) == 0;
+  const bool in_exact = exact_->add(k.key, kind, slot) == 0;
   // A prefix rule enters the workers' prefix lookup last (its LPM entry
   // names the slot taken above); the generation bump below publishes it.
-  if (!in_exact || (!exact_rule && !prefixes_->add(r, slot))) {
+  if (!in_exact || (!exact_rule && !prefixes_->add(*prefix, slot))) {
     if (in_exact) {
       last_error_ = prefixes_->last_error();
       exact_->del(k.key);
@@ -339,13 +345,12 @@ bool Blocklist::insert_lookup(const Rule& r, bool pend) {
     }
     release_slot(slot);
     filter_->erase(k.hash);  // undo: the filter is exactly as before
-    if (exact_rule) count_kind(r.kind, -1);
+    if (exact_rule) count_kind(kind, -1);
     // Pure-filter flows blocked by the short-lived fingerprint are judged
     // again; nothing was added, so cached passes stand.
     bump_generation(/*added=*/false);
     return false;
   }
-  if (!restoring_ && pend) pending_.push_back(&r);  // in the tables, not in the store yet
   bump_generation(/*added=*/true);
   return true;
 }
@@ -646,15 +651,13 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // input wins: ties by position), the store's searches share their path, and
   // the store gets the batch already sorted (it does not sort again).
   const SortedKeys sorted(batch);
-  // In key order: the new rules (fresh), and the store's requests, which
-  // also hold present rules that have an expiry: this add makes them
-  // permanent (the latest add defines the lifetime); their lookup entries
-  // stay as they are.
+  // In key order: the store's requests, which also hold present rules that
+  // have an expiry: this add makes them permanent (the latest add defines
+  // the lifetime; their lookup entries stay as they are), and the new rules
+  // (fresh: their indices in reqs).
   std::vector<uint32_t> fresh;
-  std::vector<std::size_t> fresh_req;  // fresh[j]'s index in reqs
   std::vector<store::RuleStore::AddRequest> reqs;
   fresh.reserve(n);
-  fresh_req.reserve(n);
   reqs.reserve(n);
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
@@ -676,31 +679,59 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
         else ++res.existed;
         continue;
       }
-      fresh.push_back(i);
-      fresh_req.push_back(reqs.size());
+      fresh.push_back(static_cast<uint32_t>(reqs.size()));
       reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
     }
   }  // the finder's pin ends here, before the inserts
-  // Each new rule is decoded from its key into one Rule, used while it goes
-  // into the lookup tables; a growth meanwhile decodes the keys inserted so
-  // far from pending_keys_ (no Rule per rule is kept).
-  const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(batch.key(fresh[j])); };  // KeyBatch::add's keys decode
+  // Each new rule goes into the lookup tables by its lookup key, made from
+  // its order key without a Rule (rule_key_of_order_key; prefix rules also
+  // decode to a Rule for the prefix tables). A growth meanwhile decodes the rules inserted so far from pending_keys_; a
+  // rollback decodes them again.
+  const auto key_at = [&](std::size_t j) { return reqs[fresh[j]].key; };
+  const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(key_at(j)); };  // KeyBatch::add's keys decode
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rule_at(j));
   };
   const PendingScope pending(pending_);
-  struct KeysScope {  // emptied and freed after the batch (16 bytes a rule otherwise stay allocated)
-    std::vector<std::string_view>& k;
-    ~KeysScope() { std::vector<std::string_view>().swap(k); }
+  struct KeysScope {
+    PendingKeys& k;
+    ~KeysScope() { k = {}; }
   } pending_keys{pending_keys_};
-  pending_keys_.reserve(fresh.size());
+  pending_keys_ = {&reqs, &fresh, 0};
   if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
-  for (std::size_t j = 0; j < fresh.size(); ++j) {
-    if (!insert_lookup(rule_at(j), /*pend=*/false)) {
-      rollback(j);
-      return {0, 0, 0, Result::kFull};
+  // In groups: every rule's lookup key and hashes first, its filter bucket
+  // prefetched and the exact set's buckets loaded by one bulk lookup, then
+  // the inserts find them cached (random buckets of tables of many MB: a
+  // cache and TLB miss each otherwise).
+  constexpr std::size_t kGroup = 32;
+  static_assert(kGroup <= ExactSet::kPrefetchMax);
+  std::array<Keys, kGroup> keys;
+  std::array<const Key128*, kGroup> key128;
+  std::string lookup;  // one buffer for every rule's lookup key
+  for (std::size_t g = 0; g < fresh.size(); g += kGroup) {
+    const std::size_t m = std::min(kGroup, fresh.size() - g);
+    for (std::size_t t = 0; t < m; ++t) {
+      (void)rule_key_of_order_key(key_at(g + t), &lookup);  // KeyBatch::add's keys decode
+      keys[t] = keys_of_key(lookup);
+      key128[t] = &keys[t].key;
+      filter_->prefetch_insert(keys[t].hash);
     }
-    pending_keys_.push_back(batch.key(fresh[j]));
+    exact_->prefetch(key128.data(), static_cast<uint32_t>(m));
+    for (std::size_t t = 0; t < m; ++t) {
+      const std::size_t j = g + t;
+      const std::string_view key = key_at(j);
+      const auto kind = static_cast<RuleKind>(key[0]);
+      std::optional<Rule> prefix;
+      if (kind == RuleKind::kSrc || kind == RuleKind::kDst || kind == RuleKind::kIp) {
+        prefix = rule_from_order_key(key);  // an address: no name to build
+        if (prefix && !prefix->prefix_len) prefix.reset();
+      }
+      if (!insert_keys(keys[t], kind, prefix ? &*prefix : nullptr)) {
+        rollback(j);
+        return {0, 0, 0, Result::kFull};
+      }
+      pending_keys_.n = j + 1;
+    }
   }
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs, &results);
@@ -713,7 +744,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // not stay in the lookup structures either.
   std::size_t j = 0;
   for (std::size_t q = 0; q < reqs.size(); ++q) {
-    if (j < fresh.size() && fresh_req[j] == q) {
+    if (j < fresh.size() && fresh[j] == q) {
       if (results[q] == store::Errc::ok) {
         ++res.added;
       } else {
@@ -937,8 +968,8 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
       ok = r && put(*r);
     }
     for (std::size_t i = 0; ok && i < pending_.size(); ++i) ok = put(*pending_[i]);
-    for (std::size_t i = 0; ok && i < pending_keys_.size(); ++i) {
-      const std::optional<Rule> r = rule_from_order_key(pending_keys_[i]);  // from KeyBatch::add: decodes
+    for (std::size_t i = 0; ok && i < pending_keys_.n; ++i) {
+      const std::optional<Rule> r = rule_from_order_key((*pending_keys_.reqs)[(*pending_keys_.fresh)[i]].key);  // decodes
       ok = r && put(*r);
     }
     if (ok && n != exact_->size()) {

@@ -273,10 +273,14 @@ class Blocklist {
  private:
   struct Keys { uint64_t hash; Key128 key; };
   static Keys keys_of(const Rule& r);
+  static Keys keys_of_key(std::string_view lookup_key);  // of a rule_key
   Blocklist() = default;
   // filter + exact set (+ kind mask); false: full. pend: r stays valid until
   // the store has it (pending_); else the caller tracks it in pending_keys_.
   bool insert_lookup(const Rule& r, bool pend = true);
+  // insert_lookup of a rule by its keys and kind; prefix: the rule if it is
+  // a prefix rule (for the prefix tables), else nullptr. Nothing pended.
+  bool insert_keys(const Keys& k, RuleKind kind, const Rule* prefix);
   void remove_lookup(const Rule& r);        // the reverse
   void remove_stored(std::string_view order_key);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
@@ -321,7 +325,14 @@ class Blocklist {
   double last_growth_ms_ = 0;
   bool restoring_ = false;                 // create(): the store is ahead of the tables
   std::vector<const Rule*> pending_;       // inserted here, not in the store yet (apply, add_batch)
-  std::vector<std::string_view> pending_keys_;  // the same, as order keys (add_batch of a KeyBatch)
+  // The same for add_batch of a KeyBatch: its first n new rules, as their
+  // order keys, (*reqs)[(*fresh)[i]].key (no copy of the keys).
+  struct PendingKeys {
+    const std::vector<store::RuleStore::AddRequest>* reqs = nullptr;
+    const std::vector<uint32_t>* fresh = nullptr;
+    std::size_t n = 0;
+  };
+  PendingKeys pending_keys_;
   std::unique_ptr<PrefixTables> prefixes_;
   std::unique_ptr<store::RuleStore> store_;
   std::size_t capacity_ = 0;

@@ -49,6 +49,18 @@ int ExactSet::add(const Key128& k, RuleKind kind, uint32_t slot) noexcept {
   return rc == 0 ? 0 : (rc == -ENOSPC ? -ENOSPC : rc);
 }
 
+void ExactSet::prefetch(const Key128* const* keys, uint32_t n) const noexcept {
+  const void* k[kPrefetchMax];
+  hash_sig_t sigs[kPrefetchMax];
+  int32_t pos[kPrefetchMax];
+  n = n < kPrefetchMax ? n : kPrefetchMax;
+  for (uint32_t i = 0; i < n; ++i) {
+    k[i] = keys[i];
+    sigs[i] = sig(*keys[i]);
+  }
+  (void)rte_hash_lookup_with_hash_bulk(h_, k, sigs, n, pos);
+}
+
 int64_t ExactSet::slot_of(const Key128& k) const noexcept {
   void* data = nullptr;
   if (rte_hash_lookup_with_hash_data(h_, &k, sig(k), &data) < 0) return -1;

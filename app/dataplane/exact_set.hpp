@@ -42,6 +42,11 @@ class ExactSet {
     *slot = static_cast<uint32_t>(v >> 8);
     return true;
   }
+  // A bulk add's hint: one bulk lookup of up to kPrefetchMax keys about to be
+  // added, which loads both candidate buckets of each (rte_hash prefetches
+  // them together) so that add() finds them cached. Changes nothing.
+  static constexpr uint32_t kPrefetchMax = RTE_HASH_LOOKUP_BULK_MAX;
+  void prefetch(const Key128* const* keys, uint32_t n) const noexcept;
   // Writer side. add: 0 on success (also when present), -ENOSPC when full.
   int add(const Key128& k, RuleKind kind, uint32_t slot) noexcept;
   // The hit-counter slot of a present key, or -1.

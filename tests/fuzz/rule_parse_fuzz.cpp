@@ -1,7 +1,7 @@
 // libFuzzer target for the rule parser. Beyond "no crash, no UB", it checks
 // the round trip on every rule that parses: parse(format(r)) == r with the
 // same key encoding, the listing-order key inverts (rule_from_order_key,
-// also fed the raw bytes), and that a file with errors applies nothing unless
+// also fed the raw bytes) and gives the rule's key (rule_key_of_order_key), and that a file with errors applies nothing unless
 // skip_bad was asked for. For CIDR prefix rules: the length is shorter than
 // the address, no host bit is set, the key inverts, and every address inside
 // the prefix (here: the network with all host bits set) probes to the key.
@@ -30,8 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string key = cg::rule_key(r);
     if (key.empty() || static_cast<uint8_t>(key[0]) != static_cast<uint8_t>(r.kind)) std::abort();
     if (cg::rule_key(*again.rule) != key) std::abort();
-    const auto from_order = cg::rule_from_order_key(cg::rule_order_key(r));
+    const std::string order = cg::rule_order_key(r);
+    const auto from_order = cg::rule_from_order_key(order);
     if (!from_order || !(*from_order == r)) std::abort();
+    std::string lookup;
+    if (!cg::rule_key_of_order_key(order, &lookup) || lookup != key) std::abort();
     if (r.prefix_len) {
       const unsigned len = *r.prefix_len, bits = cg::address_bits(r.addr.family);
       if (len >= bits || cg::mask_address(r.addr, len) != r.addr) std::abort();
@@ -45,7 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   // The raw bytes as a stored order key: refused, or exactly what the rule re-encodes to.
-  if (const auto k = cg::rule_from_order_key(text); k && cg::rule_order_key(*k) != text) std::abort();
+  const auto k = cg::rule_from_order_key(text);
+  if (k && cg::rule_order_key(*k) != text) std::abort();
+  // ... and rule_key_of_order_key refuses it too, or gives that rule's lookup key.
+  std::string lookup;
+  if (cg::rule_key_of_order_key(text, &lookup) != k.has_value() || (k && lookup != cg::rule_key(*k))) std::abort();
   // A single line through parse_rule with an arbitrary line number.
   const cg::RuleParse one = cg::parse_rule(text.substr(0, text.find('\n')), 42);
   if (!one.rule && one.error.line != 42) std::abort();

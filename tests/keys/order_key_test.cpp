@@ -2,7 +2,8 @@
 // and rebuilds the rule (and its canonical text) from it, so the key must
 // invert exactly for every rule the language has, and bytes that no rule
 // encodes to must be refused rather than misread (docs/store.md, "Keys and
-// texts").
+// texts"). rule_key_of_order_key, the bulk load's way from an order key to
+// the lookup key, must give rule_key() of that rule and refuse the same bytes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -49,12 +50,16 @@ TEST(OrderKey, InvertsForEveryKindFamilyAndPrefix) {
     ASSERT_TRUE(back) << t;
     EXPECT_EQ(*back, r) << t;
     EXPECT_EQ(format_rule(*back), format_rule(r)) << t;
+    std::string lookup = "left over from an earlier key";  // replaced, not appended to
+    ASSERT_TRUE(rule_key_of_order_key(key, &lookup)) << t;
+    EXPECT_EQ(lookup, rule_key(r)) << t;
   }
 }
 
 TEST(OrderKey, InvertsForGeneratedRules) {
   // The load benchmark's mix, many addresses and names: every byte value
   // appears in the address positions, including 0 and the kind bytes.
+  std::string lookup;  // reused, as a load does
   for (uint32_t i = 0; i < 70000; i += 7) {
     const uint32_t j = i * 2654435761u;
     auto a = [](uint32_t v) {
@@ -66,9 +71,12 @@ TEST(OrderKey, InvertsForGeneratedRules) {
           "service udp " + a(j) + ":" + std::to_string(j >> 16), "host h" + std::to_string(j) + ".example.net",
           "url example.org/p/" + std::to_string(j)}) {
       const Rule r = parsed(t);
-      const std::optional<Rule> back = rule_from_order_key(rule_order_key(r));
+      const std::string key = rule_order_key(r);
+      const std::optional<Rule> back = rule_from_order_key(key);
       ASSERT_TRUE(back) << t;
       ASSERT_EQ(*back, r) << t;
+      ASSERT_TRUE(rule_key_of_order_key(key, &lookup)) << t;
+      ASSERT_EQ(lookup, rule_key(r)) << t;
     }
   }
 }
@@ -98,7 +106,11 @@ TEST(OrderKey, RefusesBytesNoRuleEncodesTo) {
   std::string icmp = rule_order_key(parsed("service icmp 10.0.0.1"));
   icmp.back() = '\x01';
   bad.push_back(icmp);
-  for (const std::string& b : bad) EXPECT_FALSE(rule_from_order_key(b)) << testing::PrintToString(b);
+  for (const std::string& b : bad) {
+    EXPECT_FALSE(rule_from_order_key(b)) << testing::PrintToString(b);
+    std::string lookup;
+    EXPECT_FALSE(rule_key_of_order_key(b, &lookup)) << testing::PrintToString(b);
+  }
 }
 
 }  // namespace

@@ -37,10 +37,13 @@ std::size_t encode_prefix_key(uint8_t* out, RuleKind kind, uint8_t family, const
   return 4 + whole;
 }
 
-std::string rule_key(const Rule& r) {
-  uint8_t buf[kFlowKeyMax];
-  std::size_t n = 0;
+namespace {
+
+// rule_key() of the kinds with a fixed-size binary key (not url, host) into
+// buf (kFlowKeyMax bytes); returns its length.
+std::size_t encode_binary_key(const Rule& r, uint8_t* buf) noexcept {
   static_assert(kPrefixKeyMax <= kFlowKeyMax);
+  std::size_t n = 0;
   switch (r.kind) {
     case RuleKind::kFlow:
       n = detail::encode_flow_key(buf, r.src.family, r.proto, r.src.bytes.data(), r.sport,
@@ -55,6 +58,16 @@ std::string rule_key(const Rule& r) {
     case RuleKind::kService:
       n = detail::encode_service_key(buf, r.addr.family, r.proto, r.addr.bytes.data(), r.dport);
       break;
+    case RuleKind::kUrl:
+    case RuleKind::kHost: break;  // names: rule_key
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string rule_key(const Rule& r) {
+  switch (r.kind) {
     case RuleKind::kUrl: {
       std::string s(1, static_cast<char>(RuleKind::kUrl));
       return s + r.name;
@@ -64,7 +77,10 @@ std::string rule_key(const Rule& r) {
       for (char c : r.name) s += c == '.' ? static_cast<char>(detail::kHostSep) : c;
       return s;
     }
+    default: break;
   }
+  uint8_t buf[kFlowKeyMax];
+  const std::size_t n = encode_binary_key(r, buf);
   return std::string(reinterpret_cast<const char*>(buf), n);
 }
 
@@ -256,6 +272,44 @@ std::optional<Rule> rule_from_order_key(std::string_view key) {
   }
   if (at != len) return std::nullopt;
   return r;
+}
+
+bool rule_key_of_order_key(std::string_view order, std::string* out) {
+  if (order.empty()) return false;
+  switch (static_cast<RuleKind>(order[0])) {
+    case RuleKind::kUrl:  // [kind][the url]: both keys are these bytes
+      out->assign(order);
+      return true;
+    case RuleKind::kHost: {
+      // [kind] then labels from the top-level domain down, each ended by
+      // '\0' -> [kind] then the labels from the first down to the top-level
+      // domain, joined by kHostSep: the labels are written back to front.
+      // Refused like rule_from_order_key: no label, an empty label, a '.'
+      // inside one, or a missing end.
+      std::string_view rest = order.substr(1);
+      if (rest.empty()) return false;
+      out->assign(order.size() - 1, '\0');
+      (*out)[0] = static_cast<char>(RuleKind::kHost);
+      std::size_t end = out->size();  // the next label ends here
+      while (!rest.empty()) {
+        const std::size_t z = rest.find('\0');
+        if (z == 0 || z == std::string_view::npos || rest.substr(0, z).find('.') != std::string_view::npos)
+          return false;
+        end -= z;
+        std::memcpy(out->data() + end, rest.data(), z);
+        rest.remove_prefix(z + 1);
+        if (!rest.empty()) (*out)[--end] = static_cast<char>(detail::kHostSep);
+      }
+      return true;
+    }
+    default: {
+      const std::optional<Rule> r = rule_from_order_key(order);  // binary kinds: no name, no allocation
+      if (!r) return false;
+      uint8_t buf[kFlowKeyMax];
+      out->assign(reinterpret_cast<const char*>(buf), encode_binary_key(*r, buf));
+      return true;
+    }
+  }
 }
 
 uint64_t key_hash(const void* data, std::size_t len) noexcept { return XXH3_64bits(data, len); }

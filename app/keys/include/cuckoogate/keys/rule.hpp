@@ -142,6 +142,11 @@ void append_rule_order_key(const Rule&, std::string* out);
 // store keeps only this key per rule; the rule (and its canonical text,
 // format_rule) is rebuilt from it, not stored a second time.
 std::optional<Rule> rule_from_order_key(std::string_view key);
+// rule_key() of the rule whose listing-order key `order` is, into *out
+// (replaced; its capacity reused), without building the Rule's name: what a
+// bulk load needs per new rule for the lookup tables. False (and *out
+// unspecified) exactly when rule_from_order_key(order) is nullopt.
+bool rule_key_of_order_key(std::string_view order, std::string* out);
 
 // Longest prefix-rule encoding: [kind][family | kPrefixFamilyBit][len][address].
 inline constexpr std::size_t kPrefixKeyMax = 1 + 1 + 1 + 16;
