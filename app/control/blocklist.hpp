@@ -27,15 +27,18 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cuckoogate/keys/rule.hpp"
+#include "cuckoogate/mem/grow_buffer.hpp"
 #include "cuckoogate/store/rule_store.hpp"
 #include "dataplane/lookup.hpp"
 #include "dataplane/prefix.hpp"
@@ -89,25 +92,39 @@ class Blocklist {
   class KeyBatch {
    public:
     static constexpr std::size_t kIndexBytes = sizeof(std::size_t);  // per rule besides its key
+    // Throws std::bad_alloc when no memory is left (nothing added then).
     void add(const Rule& r) {
-      append_rule_order_key(r, &bytes_);
-      ends_.push_back(bytes_.size());
+      key_.clear();
+      append_rule_order_key(r, &key_);
+      const std::size_t end = bytes_.size() + key_.size();
+      if (!bytes_.reserve(key_.size()) || !ends_.reserve(sizeof end)) throw std::bad_alloc();
+      (void)bytes_.append(key_.data(), key_.size());  // reserved: cannot fail
+      (void)ends_.append(&end, sizeof end);
     }
-    std::size_t size() const noexcept { return ends_.size(); }
+    std::size_t size() const noexcept { return ends_.size() / sizeof(std::size_t); }
     std::size_t bytes() const noexcept { return bytes_.size(); }
     std::string_view key(std::size_t i) const noexcept {
-      const std::size_t b = i == 0 ? 0 : ends_[i - 1];
-      return std::string_view(bytes_).substr(b, ends_[i] - b);
+      const std::size_t b = i == 0 ? 0 : end(i - 1);
+      return std::string_view(bytes_.data() + b, end(i) - b);
     }
     std::vector<Rule> rules() const;  // decoded, in order
     void clear() {
-      std::string().swap(bytes_);
-      std::vector<std::size_t>().swap(ends_);
+      bytes_.release();
+      ends_.release();
+      std::string().swap(key_);
     }
 
    private:
-    std::string bytes_;
-    std::vector<std::size_t> ends_;  // key i ends at ends_[i]
+    std::size_t end(std::size_t i) const noexcept {
+      std::size_t e;
+      std::memcpy(&e, ends_.data() + i * sizeof e, sizeof e);
+      return e;
+    }
+    // Grown without copying (mem::GrowBuffer: mremap), not by doubling a
+    // std::string and a vector (which copied and re-touched every byte ~twice).
+    mem::GrowBuffer bytes_;
+    mem::GrowBuffer ends_;  // key i ends at end(i): std::size_t each
+    std::string key_;       // the key being added
   };
   // add_batch of the rules the keys are (every key from KeyBatch::add).
   BatchResult add_batch(const KeyBatch& keys, std::string_view set = {});
