@@ -107,7 +107,13 @@ const RuleMeta* RuleStore::Finder::find(std::string_view key) {
 void RuleStore::insert_side(std::string_view key, const RuleMeta& m) {
   if (PackedMeta::fits(m.added_unix_ms, m.text.view(), m.set_id)) return;
   // erase_rule() took any earlier rule's entry of this key out with its node.
-  side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id});
+  // One can be left only by an insert whose entry went in and whose node did
+  // not (bad_alloc); it is replaced, so that no node meets an entry of another
+  // id for good (get() would retry forever).
+  if (side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id}) == InsertResult::exists) {
+    side_.erase(key);
+    side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id});
+  }
 }
 
 void RuleStore::insert_rule(std::string_view key, const RuleMeta& m) {
