@@ -653,12 +653,13 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   const SortedKeys sorted(batch);
   // In key order: the store's requests, which also hold present rules that
   // have an expiry: this add makes them permanent (the latest add defines
-  // the lifetime; their lookup entries stay as they are), and the new rules
-  // (fresh: their indices in reqs).
+  // the lifetime; their lookup entries stay as they are), as batch
+  // positions (req_pos: 4 bytes a rule, where an array of AddRequest took
+  // 56), and the new rules (fresh: their indices in req_pos).
   std::vector<uint32_t> fresh;
-  std::vector<store::RuleStore::AddRequest> reqs;
+  std::vector<uint32_t> req_pos;
   fresh.reserve(n);
-  reqs.reserve(n);
+  req_pos.reserve(n);
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
   bool have_prev = false;
@@ -675,19 +676,19 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       prev = k;
       have_prev = true;
       if (const store::RuleMeta* m = finder.find(k)) {  // one search, present or not
-        if (m->expiry_unix_ms != 0) reqs.push_back({k, {}, 0, {}});
+        if (m->expiry_unix_ms != 0) req_pos.push_back(i);  // the store keeps a present rule's set
         else ++res.existed;
         continue;
       }
-      fresh.push_back(static_cast<uint32_t>(reqs.size()));
-      reqs.push_back({k, {}, 0, store_set});  // no text: the order key is the rule (rule_from_order_key)
+      fresh.push_back(static_cast<uint32_t>(req_pos.size()));
+      req_pos.push_back(i);
     }
   }  // the finder's pin ends here, before the inserts
   // Each new rule goes into the lookup tables by its lookup key, made from
   // its order key without a Rule (rule_key_of_order_key; prefix rules also
   // decode to a Rule for the prefix tables). A growth meanwhile decodes the rules inserted so far from pending_keys_; a
   // rollback decodes them again.
-  const auto key_at = [&](std::size_t j) { return reqs[fresh[j]].key; };
+  const auto key_at = [&](std::size_t j) { return batch.key(req_pos[fresh[j]]); };
   const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(key_at(j)); };  // KeyBatch::add's keys decode
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rule_at(j));
@@ -697,7 +698,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
     PendingKeys& k;
     ~KeysScope() { k = {}; }
   } pending_keys{pending_keys_};
-  pending_keys_ = {&reqs, &fresh, 0};
+  pending_keys_ = {&batch, &req_pos, &fresh, 0};
   if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
   // In groups: every rule's lookup key and hashes first, its filter bucket
   // prefetched and the exact set's buckets loaded by one bulk lookup, then
@@ -733,8 +734,19 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       pending_keys_.n = j + 1;
     }
   }
+  // The store's requests made from req_pos as it asks for them. No text:
+  // the order key is the rule (rule_from_order_key).
+  struct Requests {
+    const KeyBatch* batch;
+    const uint32_t* pos;
+    std::string_view set;
+  } const rq{&batch, req_pos.data(), store_set};
+  const auto request_at = [](const void* ctx, std::size_t q) -> store::RuleStore::AddRequest {
+    const auto& r = *static_cast<const Requests*>(ctx);
+    return {r.batch->key(r.pos[q]), {}, 0, r.set};
+  };
   std::vector<store::Errc> results;
-  const store::Status st = store_->add_batch(reqs, &results);
+  const store::Status st = store_->add_batch(req_pos.size(), request_at, &rq, &results);
   if (!st.ok()) {
     rollback(fresh.size());
     last_error_ = st.to_string();
@@ -743,7 +755,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // The store may refuse single entries (e.g. an oversized record): those must
   // not stay in the lookup structures either.
   std::size_t j = 0;
-  for (std::size_t q = 0; q < reqs.size(); ++q) {
+  for (std::size_t q = 0; q < req_pos.size(); ++q) {
     if (j < fresh.size() && fresh[j] == q) {
       if (results[q] == store::Errc::ok) {
         ++res.added;
@@ -969,7 +981,7 @@ bool Blocklist::grow_tables(std::size_t capacity, bool copy) {
     }
     for (std::size_t i = 0; ok && i < pending_.size(); ++i) ok = put(*pending_[i]);
     for (std::size_t i = 0; ok && i < pending_keys_.n; ++i) {
-      const std::optional<Rule> r = rule_from_order_key((*pending_keys_.reqs)[(*pending_keys_.fresh)[i]].key);  // decodes
+      const std::optional<Rule> r = rule_from_order_key(pending_keys_.key(i));  // from KeyBatch::add: decodes
       ok = r && put(*r);
     }
     if (ok && n != exact_->size()) {

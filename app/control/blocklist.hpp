@@ -343,11 +343,13 @@ class Blocklist {
   bool restoring_ = false;                 // create(): the store is ahead of the tables
   std::vector<const Rule*> pending_;       // inserted here, not in the store yet (apply, add_batch)
   // The same for add_batch of a KeyBatch: its first n new rules, as their
-  // order keys, (*reqs)[(*fresh)[i]].key (no copy of the keys).
+  // order keys in the batch (no copy of the keys).
   struct PendingKeys {
-    const std::vector<store::RuleStore::AddRequest>* reqs = nullptr;
-    const std::vector<uint32_t>* fresh = nullptr;
+    const KeyBatch* batch = nullptr;
+    const std::vector<uint32_t>* pos = nullptr;    // batch positions of the store's requests
+    const std::vector<uint32_t>* fresh = nullptr;  // the new rules' indices in *pos
     std::size_t n = 0;
+    std::string_view key(std::size_t i) const { return batch->key((*pos)[(*fresh)[i]]); }
   };
   PendingKeys pending_keys_;
   std::unique_ptr<PrefixTables> prefixes_;

@@ -112,6 +112,50 @@ TEST(RuleStoreSorted, KeyOrderedGroupsGiveWhatAnyOrderKeepingEachKeysChangesGive
   }
 }
 
+// add_batch with requests made on demand (what a bulk load uses instead of
+// an array of AddRequest): the results, contents and journal of add_batch
+// of the same requests as an array, in key order and not, with repeats,
+// present rules with and without an expiry, and refused requests.
+TEST(RuleStoreSorted, RequestsMadeOnDemandGiveWhatAnArrayOfThemGives) {
+  std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));  // prints CG_SEED
+  test::TempDir dir;
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string a_dir = dir.path() + "/qa" + std::to_string(round), b_dir = dir.path() + "/qb" + std::to_string(round);
+    auto a = open_store(a_dir);
+    auto b = open_store(b_dir);
+    ASSERT_TRUE(a && b);
+    std::vector<Errc> ra, rb;
+    const std::vector<Op> before = random_ops(rng, 15);
+    ASSERT_TRUE(a->apply(changes_of(before), &ra).ok());
+    ASSERT_TRUE(b->apply(changes_of(before), &rb).ok());
+    std::vector<Op> ops;
+    for (const Op& o : random_ops(rng, 60))
+      if (o.op == RuleStore::Change::Op::add) ops.push_back(o);
+    if (round % 3 == 0) ops.push_back({RuleStore::Change::Op::add, "k1", {}, {}, -1});  // refused alone
+    if (round % 3 == 1) ops.push_back({RuleStore::Change::Op::add, "", {}, {}, 0});
+    if (round % 2 == 0)
+      std::stable_sort(ops.begin(), ops.end(), [](const Op& x, const Op& y) { return x.key < y.key; });
+    std::vector<RuleStore::AddRequest> reqs;
+    for (const Op& o : ops) reqs.push_back({o.key, o.text, o.ttl, o.set});
+    ASSERT_TRUE(a->add_batch(reqs, &ra).ok());
+    const auto at = [](const void* ctx, std::size_t i) -> RuleStore::AddRequest {
+      const Op& o = (*static_cast<const std::vector<Op>*>(ctx))[i];
+      return {o.key, o.text, o.ttl, o.set};
+    };
+    ASSERT_TRUE(b->add_batch(ops.size(), at, &ops, &rb).ok());
+    EXPECT_EQ(rb, ra);
+    EXPECT_EQ(contents(*b), contents(*a));
+    EXPECT_EQ(b->next_expiry(), a->next_expiry());
+    const auto want = contents(*a);
+    a.reset();
+    b.reset();
+    b = open_store(b_dir);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(contents(*b), want);
+  }
+}
+
 // Readers meanwhile (the control socket's `list` and `check` run on the
 // same thread in the gateway, but the store promises lock-free readers):
 // rules the groups never touch are always found, and scans see keys in

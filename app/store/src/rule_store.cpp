@@ -291,11 +291,18 @@ Status RuleStore::append_and_sync(const std::vector<StoreRecord>& recs) {
   return Status::Ok();
 }
 
+namespace {
+// add_many's requests from an array of them.
+RuleStore::AddRequest span_request(const void* ctx, std::size_t i) {
+  return static_cast<const RuleStore::AddRequest*>(ctx)[i];
+}
+}  // namespace
+
 Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t ttl_ms,
                       RuleMeta* added) {
-  AddRequest req{key, text, ttl_ms, {}};
+  const AddRequest req{key, text, ttl_ms, {}};
   std::vector<Errc> res;
-  if (Status s = add_many(std::span<const AddRequest>(&req, 1), &res, added); !s.ok()) return s;
+  if (Status s = add_many({1, &span_request, &req}, &res, added); !s.ok()) return s;
   switch (res[0]) {
     case Errc::ok:
       return Status::Ok();
@@ -308,7 +315,11 @@ Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t 
 }
 
 Status RuleStore::add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results) {
-  return add_many(reqs, results, nullptr);
+  return add_many({reqs.size(), &span_request, reqs.data()}, results, nullptr);
+}
+
+Status RuleStore::add_batch(std::size_t n, RequestAt at, const void* ctx, std::vector<Errc>* results) {
+  return add_many({n, at, ctx}, results, nullptr);
 }
 
 namespace {
@@ -399,8 +410,7 @@ std::vector<std::pair<std::string, std::size_t>> RuleStore::set_counts() const {
   return out;
 }
 
-Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
-                           RuleMeta* first_added) {
+Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, RuleMeta* first_added) {
   std::lock_guard lock(write_mu_);
   results->assign(reqs.size(), Errc::ok);
   if (Status s = check_writable(); !s.ok()) return s;
@@ -428,7 +438,8 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
   std::vector<StoreRecord> recs;
   entries.reserve(reqs.size());
   std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
-  const AddRequest* prev = nullptr;
+  std::string_view prev;  // the key of the last request looked up
+  bool have_prev = false;
   {
     // In key order, each search starts where the previous one ended.
     auto finder = rules_.ordered_finder();
@@ -438,11 +449,12 @@ Status RuleStore::add_many(std::span<const AddRequest> reqs, std::vector<Errc>* 
         (*results)[i] = Errc::invalid_argument;
         continue;
       }
-      if (prev != nullptr && prev->key == q.key) {
+      if (have_prev && prev == q.key) {
         (*results)[i] = Errc::exists;
         continue;
       }
-      prev = &q;
+      prev = q.key;
+      have_prev = true;
       const PackedMeta* p = finder.find(q.key);  // valid until the next find
       if (p == nullptr) {
         entries.push_back({i, -1, next_id++});

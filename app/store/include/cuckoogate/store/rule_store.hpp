@@ -232,6 +232,12 @@ class RuleStore {
   // first wins, later ones report exists). The return value is ok or the I/O
   // error (then none of the batch is applied in memory).
   Status add_batch(std::span<const AddRequest> reqs, std::vector<Errc>* results);
+  // The same for n requests made on demand: at(ctx, i) is request i, asked
+  // for several times; the views in it stay valid until this returns. For a
+  // caller that holds its batch otherwise (a bulk load: its keys in one
+  // buffer) and need not build an array of AddRequest, 56 bytes a rule.
+  using RequestAt = AddRequest (*)(const void* ctx, std::size_t i);
+  Status add_batch(std::size_t n, RequestAt at, const void* ctx, std::vector<Errc>* results);
 
   // One change of a group commit.
   struct Change {
@@ -333,8 +339,14 @@ class RuleStore {
  private:
   explicit RuleStore(Options opt);
   Status check_writable() const;
-  Status add_many(std::span<const AddRequest> reqs, std::vector<Errc>* results,
-                  RuleMeta* first_added);
+  struct Requests {  // add_many's requests: reqs[i] is at(ctx, i)
+    std::size_t n;
+    RequestAt at;
+    const void* ctx;
+    std::size_t size() const noexcept { return n; }
+    AddRequest operator[](std::size_t i) const { return at(ctx, i); }
+  };
+  Status add_many(const Requests& reqs, std::vector<Errc>* results, RuleMeta* first_added);
   // apply() for changes whose keys never decrease (write_mu_ held, results
   // sized, writable checked): one ordered pass to look the keys up and one to
   // insert new rules, no map of touched keys, no record built per new rule.
