@@ -72,19 +72,34 @@ std::vector<Op> random_ops(std::mt19937& rng, std::size_t n) {
   return ops;
 }
 
+// Two stores in dir/<tag>a and dir/<tag>b holding the same random rules.
+struct Twins {
+  std::string a_dir, b_dir;
+  std::unique_ptr<RuleStore> a, b;
+};
+Twins twin_stores(const std::string& dir, const std::string& tag, std::mt19937& rng) {
+  Twins t{dir + "/" + tag + "a", dir + "/" + tag + "b", nullptr, nullptr};
+  t.a = open_store(t.a_dir);
+  t.b = open_store(t.b_dir);
+  if (!t.a || !t.b) return t;
+  std::vector<Errc> ra, rb;
+  const std::vector<Op> before = random_ops(rng, 15);
+  EXPECT_TRUE(t.a->apply(changes_of(before), &ra).ok());
+  EXPECT_TRUE(t.b->apply(changes_of(before), &rb).ok());
+  return t;
+}
+
 TEST(RuleStoreSorted, KeyOrderedGroupsGiveWhatAnyOrderKeepingEachKeysChangesGives) {
   std::mt19937 rng(static_cast<uint32_t>(test::test_seed()));  // prints CG_SEED
   test::TempDir dir;
   for (int round = 0; round < 30; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    const std::string a_dir = dir.path() + "/a" + std::to_string(round), b_dir = dir.path() + "/b" + std::to_string(round);
-    auto a = open_store(a_dir);  // the group as written (apply's map of touched keys)
-    auto b = open_store(b_dir);  // the same group, stably sorted by key (the ordered path)
+    // a: the group as written (apply's map of touched keys); b: the same
+    // group, stably sorted by key (the ordered path).
+    Twins t = twin_stores(dir.path(), std::to_string(round), rng);
+    auto& [a_dir, b_dir, a, b] = t;
     ASSERT_TRUE(a && b);
     std::vector<Errc> ra, rb;
-    const std::vector<Op> before = random_ops(rng, 15);
-    ASSERT_TRUE(a->apply(changes_of(before), &ra).ok());
-    ASSERT_TRUE(b->apply(changes_of(before), &rb).ok());
     std::vector<Op> ops = random_ops(rng, 80);
     if (round % 3 == 0) ops.push_back({RuleStore::Change::Op::add, "k0", {}, {}, -1});  // invalid: refused alone
     std::vector<std::size_t> pos(ops.size());
@@ -121,14 +136,10 @@ TEST(RuleStoreSorted, RequestsMadeOnDemandGiveWhatAnArrayOfThemGives) {
   test::TempDir dir;
   for (int round = 0; round < 20; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    const std::string a_dir = dir.path() + "/qa" + std::to_string(round), b_dir = dir.path() + "/qb" + std::to_string(round);
-    auto a = open_store(a_dir);
-    auto b = open_store(b_dir);
+    Twins t = twin_stores(dir.path(), "q" + std::to_string(round), rng);
+    auto& [a_dir, b_dir, a, b] = t;
     ASSERT_TRUE(a && b);
     std::vector<Errc> ra, rb;
-    const std::vector<Op> before = random_ops(rng, 15);
-    ASSERT_TRUE(a->apply(changes_of(before), &ra).ok());
-    ASSERT_TRUE(b->apply(changes_of(before), &rb).ok());
     std::vector<Op> ops;
     for (const Op& o : random_ops(rng, 60))
       if (o.op == RuleStore::Change::Op::add) ops.push_back(o);
