@@ -47,6 +47,28 @@ TEST(EpochDomain, GuardsTakenAfterRetireDoNotDelayReclamationForever) {
   EXPECT_EQ(freed.load(), 1);
 }
 
+// Retired objects wait in one list per retire epoch mod 3 and carry no stamp:
+// an object retired at epoch r is freed by the collection that brings the
+// epoch to r + 2, never earlier, whichever of the three lists it is in.
+TEST(EpochDomain, EachObjectIsFreedWhenTheEpochReachesItsRetireEpochPlusTwo) {
+  std::atomic<int> freed[6] = {};
+  EpochDomain d;
+  std::uint64_t retired_at[6];
+  for (int i = 0; i < 6; ++i) {
+    retired_at[i] = d.epoch();
+    d.retire(new Tracked(&freed[i], i));
+    d.collect();  // nothing pinned: the epoch moves one step per collection
+    for (int j = 0; j <= i; ++j) {
+      EXPECT_EQ(freed[j].load(), d.epoch() >= retired_at[j] + 2 ? 1 : 0) << "object " << j << " at epoch "
+                                                                          << d.epoch();
+    }
+  }
+  d.collect();
+  d.collect();
+  for (auto& f : freed) EXPECT_EQ(f.load(), 1);
+  EXPECT_EQ(d.pending(), 0U);
+}
+
 TEST(EpochDomain, NestedPinsUseSeparateSlots) {
   EpochDomain d;
   auto a = d.pin();

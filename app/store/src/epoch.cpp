@@ -24,8 +24,7 @@ void EpochDomain::Guard::release() noexcept {
 }
 
 EpochDomain::~EpochDomain() {
-  free_list(incoming_.exchange(nullptr, std::memory_order_acquire));
-  for (Retirable*& l : limbo_) free_list(std::exchange(l, nullptr));
+  for (auto& l : retired_) free_list(l.exchange(nullptr, std::memory_order_acquire));
 }
 
 std::size_t EpochDomain::free_list(Retirable* r) noexcept {
@@ -73,13 +72,16 @@ void EpochDomain::retire(Retirable* obj) noexcept {
   // The unlink that made obj unreachable precedes this fence; the epoch read
   // after it is therefore >= the epoch of any reader that could still see obj.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  obj->retire_epoch = global_.load(std::memory_order_seq_cst);
+  const std::uint64_t r = global_.load(std::memory_order_seq_cst);
   pending_.fetch_add(1, std::memory_order_relaxed);  // before the push: never underflows
-  Retirable* head = incoming_.load(std::memory_order_relaxed);
+  std::atomic<Retirable*>& list = retired_[r % 3];
+  Retirable* head = list.load(std::memory_order_relaxed);
+  // Release: obj's link (and the unlinks before) happen before the collector
+  // that takes the list (acquire exchange; every push is in the release
+  // sequence of the list's head).
   do {
     obj->retire_next = head;
-  } while (!incoming_.compare_exchange_weak(head, obj, std::memory_order_release,
-                                            std::memory_order_relaxed));
+  } while (!list.compare_exchange_weak(head, obj, std::memory_order_release, std::memory_order_relaxed));
   const std::size_t n = retire_count_.fetch_add(1, std::memory_order_relaxed);
   if (pending_.load(std::memory_order_relaxed) > kPendingHighWater) {
     if (collect() == 0) std::this_thread::yield();
@@ -110,22 +112,8 @@ std::size_t EpochDomain::collect() noexcept {
   }
 
   // The list of retire epochs congruent to e - 2 is due as a whole (see
-  // limbo_): free it without looking at any object that must still wait.
-  std::size_t freed = free_list(std::exchange(limbo_[(e + 1) % 3], nullptr));
-
-  // Newly retired objects: free the due ones now, file the others by epoch.
-  Retirable* in = incoming_.exchange(nullptr, std::memory_order_acquire);
-  while (in != nullptr) {
-    Retirable* next = in->retire_next;
-    if (in->retire_epoch + 2 <= e) {
-      in->reclaim(in);
-      ++freed;
-    } else {
-      in->retire_next = limbo_[in->retire_epoch % 3];
-      limbo_[in->retire_epoch % 3] = in;
-    }
-    in = next;
-  }
+  // retired_): free it without looking at any object that must still wait.
+  const std::size_t freed = free_list(retired_[(e + 1) % 3].exchange(nullptr, std::memory_order_acquire));
   pending_.fetch_sub(freed, std::memory_order_relaxed);
   collecting_.store(false, std::memory_order_release);
   return freed;

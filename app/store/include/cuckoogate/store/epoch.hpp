@@ -8,15 +8,14 @@
 //     Every pointer into a shared structure is read after that fence and used
 //     only while the Guard lives.
 //   * retire(obj): called after obj was unlinked (no new reader can reach it);
-//     stamps obj with the current global epoch r and pushes it on a lock-free
-//     list. Never waits for another thread (past kPendingHighWater it yields
-//     the CPU once per call: back-pressure, see there).
+//     reads the current global epoch r and pushes obj on the lock-free list of
+//     r mod 3 (the object keeps no stamp). Never waits for another thread (past
+//     kPendingHighWater it yields the CPU once per call: back-pressure, see there).
 //   * collect(): advances the global epoch E -> E+1 when every active slot is
-//     at E, then frees every object with r + 2 <= E. Non-blocking: if another
-//     thread is collecting it returns at once. Its cost is the slot scan plus
-//     one step per object retired since the last collection plus one per object
-//     freed: objects waiting for their epoch sit in one list per retire epoch
-//     (modulo 3) and are never walked until the whole list is due.
+//     at E, then frees every object with r + 2 <= E: the whole list of
+//     (E + 1) mod 3. Non-blocking: if another thread is collecting it returns
+//     at once. Its cost is the slot scan plus one step per object freed; an
+//     object that must still wait is never looked at.
 //
 // Thread-safety: pin(), retire(), collect() and the accessors may be called
 // concurrently from any number of threads. A Guard must be released by the
@@ -32,10 +31,10 @@
 namespace cg::store {
 
 // Base of every object handed to EpochDomain::retire(). The reclaim function
-// deletes the object with its real type (no virtual destructor needed).
+// deletes the object with its real type (no virtual destructor needed). 16
+// bytes: it is in every skip-list node.
 struct Retirable {
   Retirable* retire_next = nullptr;
-  std::uint64_t retire_epoch = 0;
   void (*reclaim)(Retirable*) noexcept = nullptr;
 };
 
@@ -109,16 +108,15 @@ class EpochDomain {
   static std::size_t free_list(Retirable* r) noexcept;
 
   alignas(64) std::atomic<std::uint64_t> global_{1};
-  alignas(64) std::atomic<Retirable*> incoming_{nullptr};
+  // Retired objects by the epoch r retire() read, in retired_[r % 3]. Every r
+  // is a value of global_, which only collect() moves (one collector at a
+  // time): during a collection at E every r is <= E, so retired_[(E + 1) % 3]
+  // holds only r <= E - 2, all due. A retirer that read r and pushes late (the
+  // epoch moved on meanwhile) lands in a list freed later than r + 2: safe.
+  alignas(64) std::atomic<Retirable*> retired_[3] = {nullptr, nullptr, nullptr};
   std::atomic<std::size_t> pending_{0};
   std::atomic<std::size_t> retire_count_{0};
   alignas(64) std::atomic<bool> collecting_{false};
-  // Owned by the thread that holds collecting_: objects spliced from incoming_
-  // that were not yet due, by retire epoch r in limbo_[r % 3]. Every stamp is
-  // <= the global epoch E, and E only moves inside collect(), so after a
-  // collection at E the lists hold r = E - 1 and r = E only, and limbo_[(E + 1)
-  // % 3] holds only r <= E - 2: all of it is due at once, none of the others is.
-  Retirable* limbo_[3] = {nullptr, nullptr, nullptr};
   Slot slots_[kSlots];
 };
 

@@ -174,7 +174,7 @@ class SkipListMap {
       return reinterpret_cast<std::atomic<std::uintptr_t>*>(const_cast<Node*>(this)) - height;
     }
   };
-  static_assert(sizeof(Retirable) + 16 == sizeof(Node) || sizeof(void*) != 8, "a node's header is 40 bytes");
+  static_assert(sizeof(Retirable) + 16 == sizeof(Node) || sizeof(void*) != 8, "a node's header is 32 bytes");
   // A data node's key takes at least this many bytes (zero-padded): its
   // first 8 bytes, read as a big-endian integer, are the key's prefix.
   static constexpr std::size_t kPrefixBytes = 8;
