@@ -31,12 +31,24 @@ struct RuleHit {
   uint32_t slot = 0;
 };
 
+// What the fast lane reads of a tracked packet besides its flow key: for a
+// plain frame (parse_plain_ipv4) this is all the burst parses unless the
+// packet leaves the lane.
+struct LaneInfo {
+  uint32_t payload_len;
+  uint16_t dport;  // host order
+  uint8_t proto;
+  bool malformed;
+};
+
 struct WorkerScratch {
   PacketMeta meta[kBurst];
   PacketKeys keys[kBurst];
   bool classify[kBurst];          // judged by classification (not by its flow's cache)
   int16_t flow[kBurst];           // index into fp/fr, -1: no flow entry
   flow::FlowPacket fp[kBurst];
+  LaneInfo lane[kBurst];          // by flow index, as fp
+  bool parsed[kBurst];            // meta[i] written (else a plain frame, parsed if it leaves the lane)
   uint64_t fh[kBurst];            // the flow table's hash of fp[j].key
   flow::FlowResult fr[kBurst];
   RuleHit hit[kBurst];
@@ -90,7 +102,8 @@ uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd
 // conflict, inspect_overflow = "drop").
 constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
 
-bool inspects(flow::FlowEntry& e, const PacketMeta& m, flow::Dir dir, QuicMode quic) {
+template <class M>
+bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
   if (m.payload_len == 0) return false;
   if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
     return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass && e.inspect != kQuicDone);
@@ -197,6 +210,10 @@ int Worker::main(void* arg) {
 // Parses every packet and, with a flow table, builds its flow key and hash
 // and starts loading its bucket, then the entry whose signature matches:
 // both lines are in by the time pass_cached() or track_flows() reads them.
+// A plain frame (untagged IPv4 TCP/UDP, no options, no fragment, no tunnel)
+// gets only its flow key and LaneInfo here: its PacketMeta is written by
+// process() if it leaves the fast lane, so a passing flow's packets never
+// pay for one (docs/PERFORMANCE.md, "Pipeline, session 7").
 // Returns the number of tracked packets (s.flow[i] numbers them in order).
 uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
   WorkerScratch& s = *s_;
@@ -204,10 +221,29 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
     const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
+    const uint32_t len = rte_pktmbuf_data_len(pkts[i]);
+    PlainFrame pf;
+    if (flows_ != nullptr && parse_plain_ipv4(frame, len, pf)) {
+      // The common frame: what the flow and the lane need, no PacketMeta
+      // (written only if the packet leaves the lane).
+      flow::FlowPacket& fp = s.fp[nf];
+      uint16_t ports[2];  // network order, as below
+      std::memcpy(ports, frame + kPlainL4Off, 4);
+      fp.side = flow::make_flow_key(
+          {frame + kPlainAddrOff, frame + kPlainAddrOff + 4, ports[0], ports[1], 0, pf.proto, 4}, fp.key);
+      fp.tcp_flags = pf.tcp_flags;
+      s.lane[nf] = {pf.payload_len, pf.dport, pf.proto, false};
+      s.parsed[i] = false;
+      s.fh[nf] = flows_->hash(fp.key);
+      flows_->prefetch(s.fh[nf]);
+      s.flow[i] = static_cast<int16_t>(nf++);
+      continue;
+    }
     PacketMeta& m = s.meta[i];
+    s.parsed[i] = true;
     // Headers come from the first segment; a frame split across segments is
     // judged on what the first segment holds (headers are always there).
-    parse_packet(frame, rte_pktmbuf_data_len(pkts[i]), m);
+    parse_packet(frame, len, m);
     s.flow[i] = -1;
     // Fragments and non-IP are judged alone; so are tunneled packets: their
     // flow key is the inner 5-tuple, which another tunnel may carry too, and
@@ -224,6 +260,7 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
+    s.lane[nf] = {m.payload_len, m.dport, m.proto, m.malformed};
     s.fh[nf] = flows_->hash(fp.key);
     flows_->prefetch(s.fh[nf]);
     s.flow[i] = static_cast<int16_t>(nf++);
@@ -246,21 +283,23 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
 uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                              rte_mbuf** pass) {
   WorkerScratch& s = *s_;
-  for (uint16_t i = 0; i < n; ++i) {
-    if (s.flow[i] != static_cast<int16_t>(i)) return i;  // untracked (every earlier one was tracked)
+  uint16_t i = 0;
+  for (; i < n; ++i) {
+    if (s.flow[i] != static_cast<int16_t>(i)) break;  // untracked (every earlier one was tracked)
     const flow::FlowPacket& p = s.fp[i];
     flow::Dir d;
     flow::FlowEntry* e = flows_->peek(p.key, s.fh[i], p.side, p.tcp_flags, now, &d);
-    if (e == nullptr) return i;
-    const PacketMeta& m = s.meta[i];
+    if (e == nullptr) break;
+    const LaneInfo& m = s.lane[i];
     constexpr uint8_t kBlockedOrJudging = flow::kFlowBlocked | kJudgingFwd | kJudgingRev;
     if ((e->flags & (kBlockedOrJudging | pass_bit(d))) != pass_bit(d) || !e->verdict_current(pass_gen) ||
         m.malformed || rte_pktmbuf_pkt_len(pkts[i]) > max_frame || inspects(*e, m, d, cfg_.quic))
-      return i;
+      break;
     flows_->touch(e, d, now);
     pass[i] = pkts[i];
   }
-  return n;
+  flows_->count_hits(i);
+  return i;
 }
 
 // The general way for packets first..n-1 (parse_burst() has run; the
@@ -500,6 +539,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   const uint16_t nf = parse_burst(pkts, n);
   // 0. The fast lane (passing flows in their steady state), then the rest.
   const uint16_t first = flows_ != nullptr ? pass_cached(pkts, n, max_frame, pass_gen, now, pass) : 0;
+  for (uint16_t i = first; i < n; ++i)  // the general way reads every packet's meta
+    if (!s.parsed[i]) parse_packet(rte_pktmbuf_mtod(pkts[i], const uint8_t*), rte_pktmbuf_data_len(pkts[i]), s.meta[i]);
   if (flows_ != nullptr) track_flows(first, n, nf, now);
 
   // 1. Packets their flow decides; the others are classified.

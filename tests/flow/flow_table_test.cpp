@@ -621,6 +621,7 @@ TEST(FlowTable, PeekAndTouchDoWhatTrackDoesOrDecline) {
       ++taken;
       EXPECT_FALSE(rb.created);
       a->touch(e, d, now);
+      a->count_hits(1);
       const FlowResult ra = a->find(p.key, p.side, now);
       ASSERT_EQ(ra.entry, e);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(e) - reinterpret_cast<uintptr_t>(a.get()),

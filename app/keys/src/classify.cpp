@@ -429,59 +429,28 @@ bool tunnel(const uint8_t* frame, const PacketMeta& m, std::size_t& inner, uint1
 
 }  // namespace
 
-namespace {
-
-// The frame nearly every packet is: untagged Ethernet, IPv4 without
-// options, whole (not a fragment), TCP, or UDP to a port that is no tunnel,
-// with consistent lengths. For it this gives exactly what the general walk
-// gives (classify_fuzz checks that on every input), with a fraction of the
-// branches; anything else returns false untouched and takes the walk.
-inline bool parse_plain_ipv4(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {
-  if (len < 14 + 20 + 8 || rd16(frame + 12) != kEthIpv4) return false;
-  const uint8_t* ip = frame + 14;
-  const uint8_t proto = ip[9];
-  if (ip[0] != 0x45 || (rd16(ip + 6) & 0x3fff) != 0 || (proto != kProtoTcp && proto != kProtoUdp)) return false;
-  const std::size_t total = rd16(ip + 2);
-  if (total < 20 + 8 || total > len - 14) return false;
-  const uint8_t* l4 = ip + 20;
-  const std::size_t l4len = total - 20;
-  std::size_t pl, pllen;
-  if (proto == kProtoTcp) {
-    if (l4len < 20) return false;
-    pl = static_cast<std::size_t>(l4[12] >> 4) * 4;
-    if (pl < 20 || pl > l4len) return false;
-    pllen = l4len - pl;
-  } else {
-    const std::size_t ulen = rd16(l4 + 4);
-    const uint16_t dport = rd16(l4 + 2);
-    if (ulen < 8 || ulen > l4len || dport == kVxlanPort || dport == kGenevePort) return false;
-    pl = 8;
-    pllen = ulen - 8;
+void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {
+  PlainFrame p;
+  if (!parse_plain_ipv4(frame, len, p)) {
+    detail::parse_packet_walk(frame, len, m);
+    return;
   }
   m = PacketMeta{};
-  if (proto == kProtoTcp) {
-    m.tcp_seq = rd32(l4 + 4);
-    m.tcp_ack = rd32(l4 + 8);
-    m.tcp_flags = l4[13];
+  if (p.proto == kProtoTcp) {
+    m.tcp_seq = rd32(frame + kPlainL4Off + 4);
+    m.tcp_ack = rd32(frame + kPlainL4Off + 8);
+    m.tcp_flags = p.tcp_flags;
   }
   m.family = 4;
-  m.proto = proto;
+  m.proto = p.proto;
   m.l4 = true;
-  m.sport = rd16(l4);
-  m.dport = rd16(l4 + 2);
-  m.addr_off = 14 + 12;
-  m.l4_off = 14 + 20;
-  m.l4_len = static_cast<uint32_t>(l4len);
-  m.payload_off = static_cast<uint32_t>(14 + 20 + pl);
-  m.payload_len = static_cast<uint32_t>(pllen);
-  return true;
-}
-
-}  // namespace
-
-void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {
-  if (parse_plain_ipv4(frame, len, m)) return;
-  detail::parse_packet_walk(frame, len, m);
+  m.sport = p.sport;
+  m.dport = p.dport;
+  m.addr_off = kPlainAddrOff;
+  m.l4_off = kPlainL4Off;
+  m.l4_len = p.l4_len;
+  m.payload_off = p.payload_off;
+  m.payload_len = p.payload_len;
 }
 
 void detail::parse_packet_walk(const uint8_t* frame, std::size_t len, PacketMeta& m) noexcept {

@@ -334,10 +334,14 @@ class alignas(64) FlowTable {
   // another protocol — returns the entry and the packet's direction in *dir,
   // changing nothing. Otherwise nullptr: give the packet to track() or
   // track_burst(). touch(e, dir, now) then does what track() would do for
-  // that packet (counted as a hit). The entry is not pinned (track_burst).
+  // that packet, but for the count: count_hits(k) then counts k touches as
+  // hits (one counter update per burst, not one per packet: that load and
+  // store chained every packet of the lane to the one before). The entry is
+  // not pinned (track_burst).
   inline FlowEntry* peek(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
                          Dir* dir) const noexcept;
   inline void touch(FlowEntry* e, Dir dir, uint64_t now) noexcept;
+  inline void count_hits(uint32_t n) noexcept;
 
   uint64_t capacity() const noexcept { return uint64_t{mask_ + 1} * kWays; }
   std::size_t memory_bytes() const noexcept { return bytes_; }
@@ -429,8 +433,11 @@ void FlowTable::touch(FlowEntry* e, Dir dir, uint64_t now) noexcept {
     if (b.state[i] == static_cast<uint8_t>(FlowState::kTcpNew)) b.state[i] = static_cast<uint8_t>(FlowState::kTcpEstablished);
   }
   b.stamp[i] = units(now);
+}
+
+void FlowTable::count_hits(uint32_t n) noexcept {
   std::atomic<uint64_t>& hits = counters_[offsetof(FlowStats, hits) / sizeof(uint64_t)];
-  hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // single writer
+  hits.store(hits.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // single writer
 }
 
 }  // namespace cg::flow
