@@ -77,6 +77,16 @@ struct Twins {
   std::string a_dir, b_dir;
   std::unique_ptr<RuleStore> a, b;
 };
+// Closes both stores and reopens b from its journal: it must hold what a held.
+void reopen_b_expecting_a(Twins& t) {
+  const auto want = contents(*t.a);
+  t.a.reset();
+  t.b.reset();
+  t.b = open_store(t.b_dir);
+  ASSERT_TRUE(t.b);
+  EXPECT_EQ(contents(*t.b), want);
+}
+
 Twins twin_stores(const std::string& dir, const std::string& tag, std::mt19937& rng) {
   Twins t{dir + "/" + tag + "a", dir + "/" + tag + "b", nullptr, nullptr};
   t.a = open_store(t.a_dir);
@@ -117,12 +127,8 @@ TEST(RuleStoreSorted, KeyOrderedGroupsGiveWhatAnyOrderKeepingEachKeysChangesGive
     EXPECT_EQ(b->next_expiry(), a->next_expiry());
     EXPECT_EQ(b->mark("sync.last_id"), mark.value);
     // The journal says the same.
-    const auto want = contents(*a);
-    a.reset();
-    b.reset();
-    b = open_store(b_dir);
+    reopen_b_expecting_a(t);
     ASSERT_TRUE(b);
-    EXPECT_EQ(contents(*b), want);
     EXPECT_EQ(b->mark("sync.last_id"), mark.value);
   }
 }
@@ -158,12 +164,8 @@ TEST(RuleStoreSorted, RequestsMadeOnDemandGiveWhatAnArrayOfThemGives) {
     EXPECT_EQ(rb, ra);
     EXPECT_EQ(contents(*b), contents(*a));
     EXPECT_EQ(b->next_expiry(), a->next_expiry());
-    const auto want = contents(*a);
-    a.reset();
-    b.reset();
-    b = open_store(b_dir);
+    reopen_b_expecting_a(t);
     ASSERT_TRUE(b);
-    EXPECT_EQ(contents(*b), want);
   }
 }
 
