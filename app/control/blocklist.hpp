@@ -91,17 +91,21 @@ class Blocklist {
   // 104-byte Rule), and what the Blocklist sorts and stores anyway.
   class KeyBatch {
    public:
-    static constexpr std::size_t kIndexBytes = sizeof(std::size_t);  // per rule besides its key
-    // Throws std::bad_alloc when no memory is left (nothing added then).
+    static constexpr std::size_t kIndexBytes = sizeof(uint32_t);  // per rule besides its key
+    // Throws std::bad_alloc when no memory is left, or the keys would pass
+    // 4 GiB (ends are 32-bit: 4 bytes a rule faulted in, not 8; a load holds
+    // at most 512 MiB): nothing added then.
     void add(const Rule& r) {
       key_.clear();
       append_rule_order_key(r, &key_);
-      const std::size_t end = bytes_.size() + key_.size();
+      const std::size_t end64 = bytes_.size() + key_.size();
+      if (end64 > UINT32_MAX) throw std::bad_alloc();
+      const auto end = static_cast<uint32_t>(end64);
       if (!bytes_.reserve(key_.size()) || !ends_.reserve(sizeof end)) throw std::bad_alloc();
       (void)bytes_.append(key_.data(), key_.size());  // reserved: cannot fail
       (void)ends_.append(&end, sizeof end);
     }
-    std::size_t size() const noexcept { return ends_.size() / sizeof(std::size_t); }
+    std::size_t size() const noexcept { return ends_.size() / sizeof(uint32_t); }
     std::size_t bytes() const noexcept { return bytes_.size(); }
     std::string_view key(std::size_t i) const noexcept {
       const std::size_t b = i == 0 ? 0 : end(i - 1);
@@ -116,14 +120,14 @@ class Blocklist {
 
    private:
     std::size_t end(std::size_t i) const noexcept {
-      std::size_t e;
+      uint32_t e;
       std::memcpy(&e, ends_.data() + i * sizeof e, sizeof e);
       return e;
     }
     // Grown without copying (mem::GrowBuffer: mremap), not by doubling a
     // std::string and a vector (which copied and re-touched every byte ~twice).
     mem::GrowBuffer bytes_;
-    mem::GrowBuffer ends_;  // key i ends at end(i): std::size_t each
+    mem::GrowBuffer ends_;  // key i ends at end(i): uint32_t each
     std::string key_;       // the key being added
   };
   // add_batch of the rules the keys are (every key from KeyBatch::add).

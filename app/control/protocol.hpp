@@ -29,11 +29,12 @@ namespace cg {
 // all clients together. Counted per rule: a `load` line as its order key, its
 // end offset (KeyBatch::kIndexBytes) and kLoadBytesPerRule (what applying the
 // load adds per rule: its sort entry and store request), together the key +
-// 100 bytes; a `batch` line as the parsed rule (~100 bytes plus the name).
-// Past either, the client gets ERR 413 and is closed.
+// 100 bytes (an upper bound: the end offset is 4 bytes since session 8, the
+// limit users see was kept); a `batch` line as the parsed rule (~100 bytes
+// plus the name). Past either, the client gets ERR 413 and is closed.
 inline constexpr std::size_t kMaxLoadBytesPerClient = std::size_t{512} << 20;
 inline constexpr std::size_t kMaxLoadBytesTotal = std::size_t{1} << 30;
-inline constexpr std::size_t kLoadBytesPerRule = 92;
+inline constexpr std::size_t kLoadBytesPerRule = 96;
 // Queued add/del requests before a commit is forced within a poll round.
 inline constexpr std::size_t kMaxGroup = 1024;
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <sys/stat.h>
@@ -179,6 +180,74 @@ TEST(RuleStore, BatchReportsPerRuleResultsAndSyncsOnce) {
   EXPECT_EQ(s->get("a")->text, "A");
   EXPECT_EQ(s->get("b")->text, "old");
   EXPECT_EQ(s->size(), 3U);
+}
+
+// A batch whose present rules change lifetime between new rules, sorted and
+// not: new rules take consecutive fresh ids in key order, an updated rule
+// keeps its id and added time, and the journal restores every rule with
+// the id, times and set it had in memory (add_many walks its records and
+// ids by position since session 8, without a 16-byte entry per rule).
+TEST(RuleStore, BatchMixingUpdatesAndNewRulesRestoresTheSameIdsAndLifetimes) {
+  for (const bool sorted : {true, false}) {
+    SCOPED_TRACE(sorted ? "sorted" : "unsorted");
+    test::TempDir dir;
+    FakeClock clock;
+    std::map<std::string, RuleMeta> want;
+    {
+      auto s = open_store(dir.path(), &clock);
+      for (const char* k : {"b", "d", "f"}) ASSERT_TRUE(s->add(k, "", 5000).ok());  // ids 1-3, expiring
+      ASSERT_TRUE(s->add("h", "").ok());                                            // permanent
+      clock.now += 10;
+      std::vector<RuleStore::AddRequest> reqs = {
+          {"a", "", 0, "s1"}, {"b", "", 0, {}}, {"c", "", 700, {}}, {"c", "", 0, {}}, {"d", "", 0, {}},
+          {"e", "", 0, "s1"}, {"f", "", 900, {}}, {"g", "", 0, {}}, {"h", "", 0, {}}};
+      if (!sorted) std::reverse(reqs.begin(), reqs.end());
+      std::vector<Errc> res;
+      ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+      std::map<std::string, Errc> by_key;
+      for (std::size_t i = 0; i < reqs.size(); ++i) by_key.emplace(std::string(reqs[i].key), res[i]);  // first wins
+      EXPECT_EQ(by_key["a"], Errc::ok);
+      EXPECT_EQ(by_key["b"], Errc::updated);
+      EXPECT_EQ(by_key["d"], Errc::updated);
+      EXPECT_EQ(by_key["f"], Errc::updated);
+      EXPECT_EQ(by_key["h"], Errc::exists);
+      EXPECT_EQ(by_key["e"], Errc::ok);
+      EXPECT_EQ(by_key["g"], Errc::ok);
+      for (const char* k : {"a", "b", "c", "d", "e", "f", "g", "h"}) want[k] = *s->get(k);
+      // New rules: the next ids, in key order (a, c, e, g); updated ones keep theirs.
+      EXPECT_EQ(want["b"].id, 1U);
+      EXPECT_EQ(want["d"].id, 2U);
+      EXPECT_EQ(want["f"].id, 3U);
+      EXPECT_EQ(want["h"].id, 4U);
+      EXPECT_LT(want["a"].id, want["c"].id);
+      EXPECT_LT(want["c"].id, want["e"].id);
+      EXPECT_LT(want["e"].id, want["g"].id);
+      EXPECT_GT(want["a"].id, 4U);
+      EXPECT_EQ(want["b"].expiry_unix_ms, 0);
+      EXPECT_EQ(want["d"].expiry_unix_ms, 0);
+      EXPECT_EQ(want["f"].expiry_unix_ms, clock.now.load() + 900);
+      EXPECT_EQ(want["b"].added_unix_ms, clock.now.load() - 10);
+      EXPECT_EQ(want["a"].added_unix_ms, clock.now.load());
+      EXPECT_EQ(s->set_name(want["a"].set_id), "s1");
+      EXPECT_EQ(s->set_name(want["e"].set_id), "s1");
+      // The rule added next gets an id no rule has.
+      ASSERT_TRUE(s->add("z", "").ok());
+      want["z"] = *s->get("z");
+      std::set<std::uint64_t> ids;
+      for (const auto& [k, m] : want) ids.insert(m.id);
+      EXPECT_EQ(ids.size(), want.size());
+    }
+    auto s = open_store(dir.path(), &clock);
+    ASSERT_EQ(s->size(), want.size());
+    for (const auto& [k, m] : want) {
+      const std::optional<RuleMeta> got = s->get(k);
+      ASSERT_TRUE(got) << k;
+      EXPECT_EQ(got->id, m.id) << k;
+      EXPECT_EQ(got->added_unix_ms, m.added_unix_ms) << k;
+      EXPECT_EQ(got->expiry_unix_ms, m.expiry_unix_ms) << k;
+      EXPECT_EQ(s->set_name(got->set_id), s->set_name(m.set_id)) << k;
+    }
+  }
 }
 
 TEST(RuleStore, ListIsOrderedAndPrefixScansAreExact) {

@@ -419,32 +419,44 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   // (a large random-order bulk load is otherwise bound by cache misses), and
   // duplicates inside the batch become neighbours (stable: the first wins).
   // A batch that arrives sorted (Blocklist::add_batch sorts its own) is not
-  // sorted again.
-  std::vector<std::uint32_t> order;
-  const auto by_key = [&](std::uint32_t a, std::uint32_t b) { return reqs[a].key < reqs[b].key; };
-  order.resize(reqs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-  if (reqs.size() > 1 && !std::is_sorted(order.begin(), order.end(), by_key))
-    std::stable_sort(order.begin(), order.end(), by_key);
-  // One entry per record to write, in key order. A new rule's record is
-  // encoded straight from its request (no StoreRecord, no copied strings);
-  // a present rule whose lifetime changes (rare) keeps a StoreRecord.
-  struct Entry {
-    std::uint32_t req;
-    std::int32_t rec;  // -1: a new rule; else its index in `recs`
-    std::uint64_t id;
-  };
-  std::vector<Entry> entries;
-  std::vector<StoreRecord> recs;
+  // sorted again and needs no order array: request k is the k-th in order.
+  std::vector<std::uint32_t> order;  // empty: the requests are in key order
+  {
+    bool sorted = true;
+    AddRequest prev_req;
+    for (std::size_t i = 0; i < reqs.size() && sorted; ++i) {
+      const AddRequest q = reqs[i];
+      sorted = i == 0 || !(q.key < prev_req.key);
+      prev_req = q;
+    }
+    if (!sorted) {
+      order.resize(reqs.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return reqs[a].key < reqs[b].key; });
+    }
+  }
+  const auto req_of = [&](std::size_t k) { return order.empty() ? static_cast<std::uint32_t>(k) : order[k]; };
+  // The requests to write a record for, in key order: 4 bytes each (a bulk
+  // load's transient arrays are faulted in page by page; this one was 16
+  // bytes a rule). A new rule's record is encoded straight from its request,
+  // its id is the next one in this order; a present rule whose lifetime
+  // changes (rare) keeps its id and a StoreRecord, and its index in `entries`
+  // is in `updates` (increasing).
+  std::vector<std::uint32_t> entries;
+  std::vector<std::uint32_t> updates;
+  std::vector<StoreRecord> recs;  // recs[u]: the record of entries[updates[u]]
   entries.reserve(reqs.size());
-  std::uint64_t next_id = log_ ? log_->next_seq() : mem_seq_ + 1;
+  const std::uint64_t first_id = log_ ? log_->next_seq() : mem_seq_ + 1;
+  std::uint64_t next_id = first_id;
   std::string_view prev;  // the key of the last request looked up
   bool have_prev = false;
   {
     // In key order, each search starts where the previous one ended.
     auto finder = rules_.ordered_finder();
-    for (const std::uint32_t i : order) {
-      const AddRequest& q = reqs[i];
+    for (std::size_t k = 0; k < reqs.size(); ++k) {
+      const std::uint32_t i = req_of(k);
+      const AddRequest q = reqs[i];
       if (!add_is_valid(q.key, q.text, q.ttl_ms)) {
         (*results)[i] = Errc::invalid_argument;
         continue;
@@ -457,7 +469,8 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       have_prev = true;
       const PackedMeta* p = finder.find(q.key);  // valid until the next find
       if (p == nullptr) {
-        entries.push_back({i, -1, next_id++});
+        entries.push_back(i);
+        ++next_id;
         continue;
       }
       if (add_onto_present(p->expiry_unix_ms, q.ttl_ms) == Errc::exists) {
@@ -467,27 +480,42 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       (*results)[i] = Errc::updated;
       RuleMeta present;
       unpack(q.key, *p, &present);  // writers are serialised: its side entry is there
-      recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &present, set_name(present.set_id), &next_id));
-      entries.push_back({i, static_cast<std::int32_t>(recs.size() - 1), recs.back().id});
+      std::uint64_t unused = 0;     // a present rule keeps its id
+      recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &present, set_name(present.set_id), &unused));
+      updates.push_back(static_cast<std::uint32_t>(entries.size()));
+      entries.push_back(i);
     }
   }  // the finder's pin ends before the journal's I/O
+  // Walks `entries` in order: for each, its update record (or null) and the
+  // id a new rule gets.
+  struct Walk {
+    const std::vector<std::uint32_t>& updates;
+    std::vector<StoreRecord>& recs;
+    std::size_t u = 0;
+    std::uint64_t id;
+    StoreRecord* update(std::size_t e) {
+      if (u < updates.size() && updates[u] == e) return &recs[u++];
+      return nullptr;
+    }
+  };
   Status st = Status::Ok();
   if (log_ && !entries.empty()) {
     std::string payload;
-    for (const Entry& e : entries) {
+    Walk w{updates, recs, 0, first_id};
+    for (std::size_t e = 0; e < entries.size(); ++e) {
       payload.clear();
-      if (e.rec >= 0) {
-        encode_record(recs[static_cast<std::size_t>(e.rec)], &payload);
+      if (const StoreRecord* r = w.update(e)) {
+        encode_record(*r, &payload);
       } else {
-        const AddRequest& q = reqs[e.req];
-        encode_add_record(e.id, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, &payload);
+        const AddRequest q = reqs[entries[e]];
+        encode_add_record(w.id++, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, &payload);
       }
       if (st = log_->append(payload); !st.ok()) break;
     }
     if (st.ok()) st = log_->sync();
     if (!st.ok()) {
       failed_ = true;
-      for (const Entry& e : entries) (*results)[e.req] = Errc::io_error;
+      for (const std::uint32_t i : entries) (*results)[i] = Errc::io_error;
       return st;
     }
     note_synced();
@@ -498,26 +526,28 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   // Entries are in strictly increasing key order: one ordered pass through
   // the skip list, each search from where the previous insert ended.
   auto inserter = rules_.ordered_inserter();
-  for (const Entry& e : entries) {
-    if (e.rec >= 0) {
-      apply_in_memory(std::move(recs[static_cast<std::size_t>(e.rec)]));
+  Walk w{updates, recs, 0, first_id};
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    if (StoreRecord* r = w.update(e)) {
+      apply_in_memory(std::move(*r));
       continue;
     }
     // The key was absent when looked up above, and every mutation holds
     // write_mu_, so it still is: no erase (a skip-list search) before the insert.
-    const AddRequest& q = reqs[e.req];
+    const AddRequest q = reqs[entries[e]];
+    const std::uint64_t id = w.id++;
     if (q.set != last_set) {
       last_set = q.set;
       last_set_id = intern_set(q.set);
     }
     const std::int64_t expiry = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
     if (first_added != nullptr) {
-      *first_added = RuleMeta{e.id, now, expiry, q.text, last_set_id};
+      *first_added = RuleMeta{id, now, expiry, q.text, last_set_id};
       first_added = nullptr;
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
-    if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{e.id, now, expiry, q.text, last_set_id});
-    inserter.insert(q.key, PackedMeta(e.id, now, expiry, q.text, last_set_id));
+    if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id});
+    inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id));
   }
   return Status::Ok();
 }
