@@ -71,5 +71,32 @@ TEST(KeyOrder, MatchesAStableSortOfRandomKeys) {
   }
 }
 
+// Large batches (the radix sort's ranges above its small-range cutoff,
+// every byte of the chunk and of the position deciding somewhere): a mix
+// like a load's (address-like keys differing in their last bytes, names
+// sharing their first 8 bytes and more, many repeats of one key: a range
+// of equal chunks ordered by position alone), given shuffled, sorted and
+// reversed.
+TEST(KeyOrder, LargeBatchesShuffledSortedAndReversed) {
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys;
+  for (std::uint32_t i = 0; i < 150000; ++i) {
+    switch (i % 5) {
+      case 0: keys.push_back("S\x04\x0a"s + static_cast<char>(i >> 16) + static_cast<char>(i >> 8) + static_cast<char>(i)); break;
+      case 1: keys.push_back("Hnet\0example\0h"s + std::to_string(i)); break;
+      case 2: keys.push_back("Uexample.org/p/"s + std::to_string(rng() % 50000)); break;  // repeats
+      case 3: keys.push_back("same key, many times"s); break;
+      default: keys.push_back(std::string(rng() % 12, static_cast<char>(rng() % 3))); break;
+    }
+  }
+  std::shuffle(keys.begin(), keys.end(), rng);
+  ASSERT_EQ(sorted(keys), reference(keys)) << "shuffled, CG_SEED=" << seed;
+  std::sort(keys.begin(), keys.end());
+  ASSERT_EQ(sorted(keys), reference(keys)) << "sorted, CG_SEED=" << seed;
+  std::reverse(keys.begin(), keys.end());
+  ASSERT_EQ(sorted(keys), reference(keys)) << "reversed, CG_SEED=" << seed;
+}
+
 }  // namespace
 }  // namespace cg::store
