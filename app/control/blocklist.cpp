@@ -655,10 +655,13 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // have an expiry: this add makes them permanent (the latest add defines
   // the lifetime; their lookup entries stay as they are), as batch
   // positions (req_pos: 4 bytes a rule, where an array of AddRequest took
-  // 56), and the new rules (fresh: their indices in req_pos).
+  // 56), and the new rules (fresh: their indices in req_pos; left empty
+  // while every request is a new rule, the usual load, where it would be
+  // the identity: 4 bytes a rule written to fresh pages for nothing).
   std::vector<uint32_t> fresh;
   std::vector<uint32_t> req_pos;
-  fresh.reserve(n);
+  std::size_t n_fresh = 0;
+  bool fresh_is_identity = true;
   req_pos.reserve(n);
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
@@ -676,11 +679,20 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       prev = k;
       have_prev = true;
       if (const store::RuleMeta* m = finder.find(k)) {  // one search, present or not
-        if (m->expiry_unix_ms != 0) req_pos.push_back(i);  // the store keeps a present rule's set
-        else ++res.existed;
+        if (m->expiry_unix_ms != 0) {  // the store keeps a present rule's set
+          if (fresh_is_identity) {  // from now on fresh is listed
+            fresh_is_identity = false;
+            fresh.resize(req_pos.size());
+            for (std::size_t q = 0; q < fresh.size(); ++q) fresh[q] = static_cast<uint32_t>(q);
+          }
+          req_pos.push_back(i);
+        } else {
+          ++res.existed;
+        }
         continue;
       }
-      fresh.push_back(static_cast<uint32_t>(req_pos.size()));
+      if (!fresh_is_identity) fresh.push_back(static_cast<uint32_t>(req_pos.size()));
+      ++n_fresh;
       req_pos.push_back(i);
     }
   }  // the finder's pin ends here, before the inserts
@@ -688,7 +700,10 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // its order key without a Rule (rule_key_of_order_key; prefix rules also
   // decode to a Rule for the prefix tables). A growth meanwhile decodes the rules inserted so far from pending_keys_; a
   // rollback decodes them again.
-  const auto key_at = [&](std::size_t j) { return batch.key(req_pos[fresh[j]]); };
+  // fresh is the identity while empty (then every request is new; if not,
+  // no new rule was listed yet, and j < n_fresh never reaches it).
+  const auto fresh_at = [&](std::size_t j) { return fresh.empty() ? j : std::size_t{fresh[j]}; };
+  const auto key_at = [&](std::size_t j) { return batch.key(req_pos[fresh_at(j)]); };
   const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(key_at(j)); };  // KeyBatch::add's keys decode
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rule_at(j));
@@ -699,7 +714,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
     ~KeysScope() { k = {}; }
   } pending_keys{pending_keys_};
   pending_keys_ = {&batch, &req_pos, &fresh, 0};
-  if (!ensure_room(fresh.size())) return {0, 0, 0, Result::kFull};  // grows once for the batch
+  if (!ensure_room(n_fresh)) return {0, 0, 0, Result::kFull};  // grows once for the batch
   // In groups: every rule's lookup key and hashes first, its filter bucket
   // prefetched and the exact set's buckets loaded by one bulk lookup, then
   // the inserts find them cached (random buckets of tables of many MB: a
@@ -709,8 +724,8 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   std::array<Keys, kGroup> keys;
   std::array<const Key128*, kGroup> key128;
   std::string lookup;  // one buffer for every rule's lookup key
-  for (std::size_t g = 0; g < fresh.size(); g += kGroup) {
-    const std::size_t m = std::min(kGroup, fresh.size() - g);
+  for (std::size_t g = 0; g < n_fresh; g += kGroup) {
+    const std::size_t m = std::min(kGroup, n_fresh - g);
     for (std::size_t t = 0; t < m; ++t) {
       (void)rule_key_of_order_key(key_at(g + t), &lookup);  // KeyBatch::add's keys decode
       keys[t] = keys_of_key(lookup);
@@ -748,7 +763,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(req_pos.size(), request_at, &rq, &results);
   if (!st.ok()) {
-    rollback(fresh.size());
+    rollback(n_fresh);
     last_error_ = st.to_string();
     return {0, 0, 0, Result::kIoError};
   }
@@ -756,7 +771,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // not stay in the lookup structures either.
   std::size_t j = 0;
   for (std::size_t q = 0; q < req_pos.size(); ++q) {
-    if (j < fresh.size() && fresh[j] == q) {
+    if (j < n_fresh && fresh_at(j) == q) {
       if (results[q] == store::Errc::ok) {
         ++res.added;
       } else {

@@ -351,9 +351,9 @@ class Blocklist {
   struct PendingKeys {
     const KeyBatch* batch = nullptr;
     const std::vector<uint32_t>* pos = nullptr;    // batch positions of the store's requests
-    const std::vector<uint32_t>* fresh = nullptr;  // the new rules' indices in *pos
+    const std::vector<uint32_t>* fresh = nullptr;  // the new rules' indices in *pos (empty: the identity)
     std::size_t n = 0;
-    std::string_view key(std::size_t i) const { return batch->key((*pos)[(*fresh)[i]]); }
+    std::string_view key(std::size_t i) const { return batch->key((*pos)[fresh->empty() ? i : (*fresh)[i]]); }
   };
   PendingKeys pending_keys_;
   std::unique_ptr<PrefixTables> prefixes_;

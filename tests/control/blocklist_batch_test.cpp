@@ -64,6 +64,15 @@ std::vector<std::string> mixed(std::size_t n) {
   return t;
 }
 
+// The canonical set: what separate adds of the rules would leave, sorted.
+std::vector<std::string> canonical_set(const std::vector<Rule>& rules) {
+  std::vector<std::string> want;
+  for (const Rule& r : rules) want.push_back(format_rule(r));
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  return want;
+}
+
 TEST(BlocklistBatch, RepeatsInAnyOrderCountOnceAndTheFirstWins) {
   const std::string state = g_dir + "/repeats";
   auto b = open("bb1", state);
@@ -73,11 +82,7 @@ TEST(BlocklistBatch, RepeatsInAnyOrderCountOnceAndTheFirstWins) {
   std::shuffle(texts.begin(), texts.end(), rng);
   std::vector<Rule> rules;
   for (const auto& t : texts) rules.push_back(R(t));
-  // The canonical set: what separate adds would leave.
-  std::vector<std::string> want;
-  for (const Rule& r : rules) want.push_back(format_rule(r));
-  std::sort(want.begin(), want.end());
-  want.erase(std::unique(want.begin(), want.end()), want.end());
+  const std::vector<std::string> want = canonical_set(rules);
 
   const Blocklist::BatchResult res = b->add_batch(rules, "feed");
   ASSERT_EQ(res.result, Blocklist::Result::kOk);
@@ -131,6 +136,46 @@ TEST(BlocklistBatch, PresentRulesWithAnExpiryBecomePermanentOthersExist) {
   const std::vector<std::string> want = {"src 10.0.0.1", "src 10.0.0.2", "src 10.0.0.3", "url a.example/x",
                                          "host b.example"};
   EXPECT_EQ(listed(*b), want);  // listing order: kind, then the key
+}
+
+// New rules around present rules with an expiry (which the store must get
+// too, and after which add_batch lists its new rules' indices: before the
+// first such rule they are not stored, the identity), into tables that
+// must grow for the batch: every rule ends up in the store, the exact set
+// and the listing, the expiring ones permanent, and a restart agrees.
+TEST(BlocklistBatch, NewRulesAroundExpiringPresentOnesIntoGrowingTables) {
+  const std::string state = g_dir + "/around";
+  auto b = open("bb5", state, 64);
+  ASSERT_NE(b, nullptr);
+  std::vector<std::string> texts = mixed(3000);
+  std::vector<std::string> expiring;
+  for (std::size_t i = 0; i < texts.size(); i += 97) {
+    if (texts[i] == "host example.net") continue;
+    expiring.push_back(texts[i]);
+    ASSERT_EQ(b->add(R(texts[i]), 60000), Blocklist::Result::kOk) << texts[i];
+  }
+  std::vector<Rule> rules;
+  for (const auto& t : texts) rules.push_back(R(t));
+  const std::vector<std::string> want = canonical_set(rules);
+  const Blocklist::BatchResult res = b->add_batch(rules);
+  ASSERT_EQ(res.result, Blocklist::Result::kOk);
+  EXPECT_EQ(res.updated, expiring.size());
+  EXPECT_EQ(res.added, want.size() - expiring.size());
+  EXPECT_EQ(res.existed, rules.size() - want.size());
+  EXPECT_GT(b->growths(), 0u);
+  EXPECT_FALSE(b->ms_to_next_expiry().has_value());
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(b->size(), want.size());
+    EXPECT_EQ(b->exact().size(), want.size());
+    for (const Rule& r : rules) ASSERT_TRUE(b->contains(r)) << format_rule(r);
+    std::vector<std::string> got = listed(*b);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want);
+    b.reset();
+    b = open("bb5r" + std::to_string(round), state, 64);
+    ASSERT_NE(b, nullptr);
+  }
+  EXPECT_FALSE(b->ms_to_next_expiry().has_value());
 }
 
 // Hit-counter slots cost no resident memory until a slot is reused: a new
