@@ -666,8 +666,14 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
   bool have_prev = false;
+  bool past_end = false;  // no stored rule at or after the current key: no more searches
   {
-    store::RuleStore::Finder finder = store_->finder();  // keys increase: each search starts at the last
+    // Keys increase: each search starts at the last. Nothing writes to the
+    // store during this pass (the Blocklist is its only writer, on this
+    // thread), so once a search meets no rule at or after its key, every
+    // later key is absent too: a load into an empty blocklist, or past its
+    // last rule, searches once.
+    store::RuleStore::Finder finder = store_->finder();
     const store::KeyOrder& order = sorted.order();
     for (std::size_t j = 0; j < order.size(); ++j) {
       const uint32_t i = order[j];
@@ -678,7 +684,9 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       }
       prev = k;
       have_prev = true;
-      if (const store::RuleMeta* m = finder.find(k)) {  // one search, present or not
+      const store::RuleMeta* m = past_end ? nullptr : finder.find(k);  // one search, present or not
+      past_end = past_end || finder.past_end();
+      if (m != nullptr) {
         if (m->expiry_unix_ms != 0) {  // the store keeps a present rule's set
           if (fresh_is_identity) {  // from now on fresh is listed
             fresh_is_identity = false;

@@ -250,6 +250,61 @@ TEST(RuleStore, BatchMixingUpdatesAndNewRulesRestoresTheSameIdsAndLifetimes) {
   }
 }
 
+// Finder::past_end, what a bulk load's presence pass stops searching by:
+// set exactly when a find met no rule at or after its key.
+TEST(RuleStore, FinderSaysWhenNoRuleFollowsItsKey) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  {
+    RuleStore::Finder f = s->finder();
+    EXPECT_EQ(f.find("a"), nullptr);
+    EXPECT_TRUE(f.past_end());  // empty store
+  }
+  for (const char* k : {"b", "d", "d\xff"}) ASSERT_TRUE(s->add(k, "").ok());
+  RuleStore::Finder f = s->finder();
+  EXPECT_EQ(f.find("a"), nullptr);
+  EXPECT_FALSE(f.past_end());  // b follows
+  EXPECT_NE(f.find("b"), nullptr);
+  EXPECT_FALSE(f.past_end());
+  EXPECT_EQ(f.find("c"), nullptr);
+  EXPECT_FALSE(f.past_end());  // d follows
+  EXPECT_NE(f.find("d"), nullptr);
+  EXPECT_FALSE(f.past_end());  // d\xff follows
+  EXPECT_EQ(f.find("d\x7f"), nullptr);
+  EXPECT_FALSE(f.past_end());  // d\xff is larger (unsigned bytes)
+  EXPECT_NE(f.find("d\xff"), nullptr);
+  EXPECT_FALSE(f.past_end());  // found: not past it
+  EXPECT_EQ(f.find("e"), nullptr);
+  EXPECT_TRUE(f.past_end());
+}
+
+// A batch into a store whose rules lie between and below the batch's keys,
+// and past its last one: present rules are found (exists / updated), the
+// keys past the store's last rule are all added.
+TEST(RuleStore, BatchPastTheLastRuleAddsEveryKeyAndFindsTheOthers) {
+  test::TempDir dir;
+  FakeClock clock;
+  auto s = open_store(dir.path(), &clock);
+  ASSERT_TRUE(s->add("k10", "").ok());
+  ASSERT_TRUE(s->add("k30", "", 1000).ok());
+  ASSERT_TRUE(s->add("k50", "").ok());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 90; i += 5) keys.push_back("k" + std::to_string(i));  // k0 ... k85, sorted as strings
+  std::sort(keys.begin(), keys.end());
+  std::vector<RuleStore::AddRequest> reqs;
+  for (const auto& k : keys) reqs.push_back({k, "", 0});
+  std::vector<Errc> res;
+  ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const Errc want = keys[i] == "k10" || keys[i] == "k50" ? Errc::exists
+                      : keys[i] == "k30"                   ? Errc::updated
+                                                           : Errc::ok;
+    EXPECT_EQ(res[i], want) << keys[i];
+  }
+  EXPECT_EQ(s->size(), keys.size());
+  EXPECT_EQ(s->get("k30")->expiry_unix_ms, 0);
+}
+
 TEST(RuleStore, ListIsOrderedAndPrefixScansAreExact) {
   test::TempDir dir;
   auto s = open_store(dir.path());

@@ -451,8 +451,12 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   std::uint64_t next_id = first_id;
   std::string_view prev;  // the key of the last request looked up
   bool have_prev = false;
+  bool past_end = false;  // every key from here on is absent: no search
   {
-    // In key order, each search starts where the previous one ended.
+    // In key order, each search starts where the previous one ended. Once a
+    // search finds no rule at or after its key, the larger keys that follow
+    // are absent too (every writer holds write_mu_), so a load into an empty
+    // store, or past its last key, searches once.
     auto finder = rules_.ordered_finder();
     for (std::size_t k = 0; k < reqs.size(); ++k) {
       const std::uint32_t i = req_of(k);
@@ -467,7 +471,8 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       }
       prev = q.key;
       have_prev = true;
-      const PackedMeta* p = finder.find(q.key);  // valid until the next find
+      const PackedMeta* p = past_end ? nullptr : finder.find(q.key);  // valid until the next find
+      past_end = past_end || finder.past_end();
       if (p == nullptr) {
         entries.push_back(i);
         ++next_id;

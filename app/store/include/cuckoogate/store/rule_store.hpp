@@ -203,6 +203,10 @@ class RuleStore {
    public:
     Finder(Finder&&) noexcept = default;
     const RuleMeta* find(std::string_view key);
+    // The last find() met no rule at or after its key: with no write to the
+    // store since (the caller is its only writer), every larger key is
+    // absent too (SkipListMap::OrderedFinder::past_end).
+    bool past_end() const noexcept { return f_.past_end(); }
 
    private:
     friend class RuleStore;

@@ -485,14 +485,21 @@ class SkipListMap {
       Node* preds[kMaxHeight];
       Node* n = map_->seek_ge_at(key, fingers, preds);
       this->end(key, preds, 0, nullptr);
+      past_end_ = n == nullptr;
       if (n == nullptr || compare(n, key, prefix_of(key)) != 0) return nullptr;
       return &static_cast<const DataNode*>(n)->value;
     }
+    // The last find() met no live entry at or after its key. If nothing was
+    // inserted since (the caller is the only writer and did not), every
+    // larger key is absent too: a caller going through increasing keys may
+    // skip their finds (a bulk load into an empty map, or past its end).
+    bool past_end() const noexcept { return past_end_; }
 
    private:
     friend class SkipListMap;
     explicit OrderedFinder(const SkipListMap* m) : Fingers(m->domain_), map_(m) {}
     const SkipListMap* map_;
+    bool past_end_ = false;
   };
 };
 
