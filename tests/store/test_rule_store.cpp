@@ -188,8 +188,10 @@ TEST(RuleStore, BatchReportsPerRuleResultsAndSyncsOnce) {
 // the id, times and set it had in memory (add_many walks its records and
 // ids by position since session 8, without a 16-byte entry per rule).
 TEST(RuleStore, BatchMixingUpdatesAndNewRulesRestoresTheSameIdsAndLifetimes) {
-  for (const bool sorted : {true, false}) {
-    SCOPED_TRACE(sorted ? "sorted" : "unsorted");
+  // 0: sorted; 1: reversed; 2: sorted but the first key moved to the end
+  // (the pass meets the disorder after updates and new rules were noted).
+  for (const int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant);
     test::TempDir dir;
     FakeClock clock;
     std::map<std::string, RuleMeta> want;
@@ -201,7 +203,8 @@ TEST(RuleStore, BatchMixingUpdatesAndNewRulesRestoresTheSameIdsAndLifetimes) {
       std::vector<RuleStore::AddRequest> reqs = {
           {"a", "", 0, "s1"}, {"b", "", 0, {}}, {"c", "", 700, {}}, {"c", "", 0, {}}, {"d", "", 0, {}},
           {"e", "", 0, "s1"}, {"f", "", 900, {}}, {"g", "", 0, {}}, {"h", "", 0, {}}};
-      if (!sorted) std::reverse(reqs.begin(), reqs.end());
+      if (variant == 1) std::reverse(reqs.begin(), reqs.end());
+      if (variant == 2) std::rotate(reqs.begin(), reqs.begin() + 1, reqs.end());
       std::vector<Errc> res;
       ASSERT_TRUE(s->add_batch(reqs, &res).ok());
       std::map<std::string, Errc> by_key;

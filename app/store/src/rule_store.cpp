@@ -418,24 +418,11 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   // Work in key order: consecutive skip-list searches then share their path
   // (a large random-order bulk load is otherwise bound by cache misses), and
   // duplicates inside the batch become neighbours (stable: the first wins).
-  // A batch that arrives sorted (Blocklist::add_batch sorts its own) is not
-  // sorted again and needs no order array: request k is the k-th in order.
+  // The pass below takes the requests as they come and stops at the first
+  // key below its predecessor; only then are they sorted (an order array) and
+  // the pass made again. A batch that arrives sorted (Blocklist::add_batch
+  // sorts its own) costs one comparison per key, which also finds repeats.
   std::vector<std::uint32_t> order;  // empty: the requests are in key order
-  {
-    bool sorted = true;
-    AddRequest prev_req;
-    for (std::size_t i = 0; i < reqs.size() && sorted; ++i) {
-      const AddRequest q = reqs[i];
-      sorted = i == 0 || !(q.key < prev_req.key);
-      prev_req = q;
-    }
-    if (!sorted) {
-      order.resize(reqs.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::uint32_t a, std::uint32_t b) { return reqs[a].key < reqs[b].key; });
-    }
-  }
   const auto req_of = [&](std::size_t k) { return order.empty() ? static_cast<std::uint32_t>(k) : order[k]; };
   // The requests to write a record for, in key order: 4 bytes each (a bulk
   // load's transient arrays are faulted in page by page; this one was 16
@@ -449,14 +436,20 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   entries.reserve(reqs.size());
   const std::uint64_t first_id = log_ ? log_->next_seq() : mem_seq_ + 1;
   std::uint64_t next_id = first_id;
-  std::string_view prev;  // the key of the last request looked up
-  bool have_prev = false;
-  bool past_end = false;  // every key from here on is absent: no search
-  {
-    // In key order, each search starts where the previous one ended. Once a
-    // search finds no rule at or after its key, the larger keys that follow
-    // are absent too (every writer holds write_mu_), so a load into an empty
-    // store, or past its last key, searches once.
+  // One pass in the order req_of gives; false (nothing kept) when a key is
+  // below the one before it.
+  const auto look_up = [&]() -> bool {
+    entries.clear();
+    updates.clear();
+    recs.clear();
+    next_id = first_id;
+    std::string_view prev;  // the key of the last request looked up
+    bool have_prev = false;
+    bool past_end = false;  // every key from here on is absent: no search
+    // Each search starts where the previous one ended. Once a search finds no
+    // rule at or after its key, the larger keys that follow are absent too
+    // (every writer holds write_mu_), so a load into an empty store, or past
+    // its last key, searches once.
     auto finder = rules_.ordered_finder();
     for (std::size_t k = 0; k < reqs.size(); ++k) {
       const std::uint32_t i = req_of(k);
@@ -465,9 +458,13 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
         (*results)[i] = Errc::invalid_argument;
         continue;
       }
-      if (have_prev && prev == q.key) {
-        (*results)[i] = Errc::exists;
-        continue;
+      if (have_prev) {
+        const int c = q.key.compare(prev);
+        if (c < 0) return false;  // not in key order (never once sorted)
+        if (c == 0) {
+          (*results)[i] = Errc::exists;
+          continue;
+        }
       }
       prev = q.key;
       have_prev = true;
@@ -490,7 +487,16 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       updates.push_back(static_cast<std::uint32_t>(entries.size()));
       entries.push_back(i);
     }
-  }  // the finder's pin ends before the journal's I/O
+    return true;
+  };  // the finder's pin ends with each pass, before the journal's I/O
+  if (!look_up()) {
+    order.resize(reqs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return reqs[a].key < reqs[b].key; });
+    std::fill(results->begin(), results->end(), Errc::ok);
+    (void)look_up();  // sorted: completes
+  }
   // Walks `entries` in order: for each, its update record (or null) and the
   // id a new rule gets.
   struct Walk {
