@@ -44,6 +44,11 @@ namespace cg::flow {
 struct FlowTableTestAccess {
   static uint64_t bucket_of(const FlowTable& t, const FlowKey& k) { return t.hash(k) & t.mask_; }
   static uint64_t buckets(const FlowTable& t) { return t.mask_ + 1; }
+  // Slot index of an entry within its bucket.
+  static unsigned slot_of(const FlowTable& t, const FlowEntry* e) {
+    const auto off = reinterpret_cast<const unsigned char*>(e) - reinterpret_cast<const unsigned char*>(t.buckets_);
+    return static_cast<unsigned>((static_cast<std::size_t>(off) % sizeof(FlowTable::Bucket)) / sizeof(FlowEntry) - 1);
+  }
 };
 
 namespace {
@@ -599,69 +604,118 @@ TEST(FlowTable, BurstWithTheCallersHashesEqualsBurst) {
   EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
 }
 
-// The inline fast path (peek, then touch) against track(): where peek()
-// takes a packet, the table ends exactly as track() leaves it (same entry,
-// direction, state, reply bit, counters); where it declines, track() would
-// have created the entry or the packet carries SYN, FIN or RST.
-TEST(FlowTable, PeekAndTouchDoWhatTrackDoesOrDecline) {
-  auto a = make_table(config(4096)), b = make_table(config(4096));
-  uint64_t taken = 0, declined = 0;
-  random_bursts(600, 200, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
-    for (const FlowPacket& p : burst) {
-      const FlowResult rb = track(*b, p, now);
-      Dir d = Dir::kForward;
-      FlowEntry* e = a->peek(p.key, a->hash(p.key), p.side, p.tcp_flags, now, &d);
-      if (e == nullptr) {
-        ++declined;
-        const bool syn_fin_rst = p.key.proto == kProtoTcp && (p.tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0;
-        EXPECT_TRUE(rb.created || syn_fin_rst);
-        track(*a, p, now);
-        continue;
-      }
-      ++taken;
-      EXPECT_FALSE(rb.created);
-      a->touch(e, d, now);
-      a->count_hits(1);
-      const FlowResult ra = a->find(p.key, p.side, now);
-      ASSERT_EQ(ra.entry, e);
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(e) - reinterpret_cast<uintptr_t>(a.get()),
-                reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get()));
-      EXPECT_EQ(d, rb.dir);
-      EXPECT_EQ(ra.state, rb.state);
-      EXPECT_EQ(ra.replied, rb.replied);
-    }
-  });
-  EXPECT_GT(taken, 5000u);  // both ways exercised
-  EXPECT_GT(declined, 5000u);
-  const FlowStats sa = a->stats(), sb = b->stats();
-  EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
+// The compact form of an IPv4 key (what the gateway builds for plain frames).
+FlowKeyV4 compact(const FlowKey& k) {
+  FlowKeyV4 c;
+  std::memcpy(&c.a, k.addr_a, 4);
+  std::memcpy(&c.b, k.addr_b, 4);
+  std::memcpy(&c.tail, &k.port_a, 8);
+  return c;
 }
 
-TEST(FlowTable, PeekChangesNothing) {
+// The inline fast path against track(), with the full key (track_steady)
+// and the compact one (track_steady_v4): where it takes a packet, the table
+// ends exactly as track() leaves it (same entry, direction, state, reply
+// bit, counters); where it declines, track() would have created the entry or
+// the packet carries SYN, FIN or RST. A packet it took and that track() is
+// then given as well (the gateway's lane ending at it) changes nothing more.
+TEST(FlowTable, TrackSteadyDoesWhatTrackDoesOrDeclines) {
+  for (const bool v4key : {false, true}) {
+    SCOPED_TRACE(v4key ? "track_steady_v4" : "track_steady");
+    auto a = make_table(config(4096)), b = make_table(config(4096));
+    uint64_t taken = 0, declined = 0, again = 0;
+    random_bursts(600, 200, [&](const std::vector<FlowPacket>& burst, uint64_t now) {
+      for (const FlowPacket& p : burst) {
+        const FlowResult rb = track(*b, p, now);
+        Dir d = Dir::kForward;
+        const FlowKeyV4 k = compact(p.key);
+        ASSERT_EQ(a->hash_v4(k), a->hash(p.key));
+        FlowEntry* e = v4key ? a->track_steady_v4(k, a->hash_v4(k), p.side, p.tcp_flags, now, &d)
+                             : a->track_steady(p.key, a->hash(p.key), p.side, p.tcp_flags, now, &d);
+        if (e == nullptr) {
+          ++declined;
+          const bool syn_fin_rst = p.key.proto == kProtoTcp && (p.tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0;
+          EXPECT_TRUE(rb.created || syn_fin_rst);
+          track(*a, p, now);
+          continue;
+        }
+        ++taken;
+        EXPECT_FALSE(rb.created);
+        FlowResult ra;
+        if (taken % 5 == 0) {  // taken, then tracked: counted once, by track()
+          ++again;
+          ra = track(*a, p, now);
+          EXPECT_FALSE(ra.created);
+        } else {
+          a->count_hits(1);
+          ra = a->find(p.key, p.side, now);
+        }
+        ASSERT_EQ(ra.entry, e);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(e) - reinterpret_cast<uintptr_t>(a.get()),
+                  reinterpret_cast<uintptr_t>(rb.entry) - reinterpret_cast<uintptr_t>(b.get()));
+        EXPECT_EQ(d, rb.dir);
+        EXPECT_EQ(ra.dir, rb.dir);
+        EXPECT_EQ(ra.state, rb.state);
+        EXPECT_EQ(ra.replied, rb.replied);
+      }
+    });
+    EXPECT_GT(taken, 5000u);  // both ways exercised
+    EXPECT_GT(declined, 5000u);
+    EXPECT_GT(again, 1000u);
+    const FlowStats sa = a->stats(), sb = b->stats();
+    EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
+  }
+}
+
+TEST(FlowTable, TrackSteadyDeclinesWithoutChangingAnything) {
   auto t = make_table();
   const FlowPacket syn = tcp(1, false, kTcpSyn), ack = tcp(1, false, kTcpAck), back = tcp(1, true, kTcpAck);
   Dir d = Dir::kForward;
-  EXPECT_EQ(t->peek(ack.key, t->hash(ack.key), ack.side, ack.tcp_flags, 0, &d), nullptr);  // no entry
+  EXPECT_EQ(t->track_steady(ack.key, t->hash(ack.key), ack.side, ack.tcp_flags, 0, &d), nullptr);  // no entry
+  EXPECT_EQ(t->stats().active, 0u);
   track(*t, syn, 0);
   const FlowStats before = t->stats();
-  FlowEntry* e = t->peek(back.key, t->hash(back.key), back.side, back.tcp_flags, 10, &d);
-  ASSERT_NE(e, nullptr);
-  EXPECT_EQ(d, Dir::kReverse);
-  // Not answered yet, nothing counted: peek only looked.
-  EXPECT_EQ(t->find(syn.key, syn.side, 10).state, FlowState::kTcpNew);
-  EXPECT_FALSE(t->find(syn.key, syn.side, 10).replied);
-  const FlowStats after = t->stats();
-  EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0);
-  // SYN, FIN and RST change more than peek/touch can: declined.
+  // SYN, FIN and RST change more than track_steady can: declined, nothing changed.
   for (uint8_t f : {kTcpSyn, uint8_t(kTcpSyn | kTcpAck), uint8_t(kTcpFin | kTcpAck), kTcpRst}) {
     const FlowPacket p = tcp(1, true, f);
-    EXPECT_EQ(t->peek(p.key, t->hash(p.key), p.side, p.tcp_flags, 10, &d), nullptr) << int(f);
+    EXPECT_EQ(t->track_steady(p.key, t->hash(p.key), p.side, p.tcp_flags, 10, &d), nullptr) << int(f);
+    EXPECT_EQ(t->track_steady_v4(compact(p.key), t->hash(p.key), p.side, p.tcp_flags, 10, &d), nullptr) << int(f);
   }
-  // Expired: declined (track() starts it afresh).
-  EXPECT_EQ(t->peek(back.key, t->hash(back.key), back.side, back.tcp_flags, 31'000, &d), nullptr);
-  t->touch(e, Dir::kReverse, 10);
+  // Expired: declined (track() starts it afresh), and not refreshed.
+  EXPECT_EQ(t->track_steady(back.key, t->hash(back.key), back.side, back.tcp_flags, 31'000, &d), nullptr);
+  EXPECT_EQ(t->find(syn.key, syn.side, 10).state, FlowState::kTcpNew);
+  EXPECT_FALSE(t->find(syn.key, syn.side, 10).replied);
+  EXPECT_EQ(t->find(syn.key, syn.side, 31'000).entry, nullptr);
+  // The answer's ACK is taken: established, replied, refreshed; not counted.
+  FlowEntry* e = t->track_steady_v4(compact(back.key), t->hash(back.key), back.side, back.tcp_flags, 10, &d);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(d, Dir::kReverse);
   EXPECT_EQ(t->find(syn.key, syn.side, 10).state, FlowState::kTcpEstablished);
   EXPECT_TRUE(t->find(syn.key, syn.side, 10).replied);
+  EXPECT_NE(t->find(syn.key, syn.side, 10 + 31'000).entry, nullptr);  // alive past the SYN's 30 s
+  const FlowStats after = t->stats();
+  EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0);
+}
+
+// A new flow takes its home slot (hash bits prefetch() reads the entry line
+// by) while that slot is free, and any free one otherwise.
+TEST(FlowTable, NewFlowsTakeTheirHomeSlotWhenFree) {
+  auto t = make_table(config(64));
+  const FlowPacket first = v4(1);
+  const std::vector<FlowPacket> f = same_bucket(*t, first, FlowTable::kWays);
+  unsigned at_home = 0;
+  std::set<unsigned> used;
+  for (const FlowPacket& p : f) {
+    const FlowResult r = track(*t, p, 0);
+    ASSERT_NE(r.entry, nullptr);
+    const unsigned slot = FlowTableTestAccess::slot_of(*t, r.entry);
+    const unsigned home = static_cast<unsigned>(t->hash(p.key) >> 40) & 7u;
+    if (used.count(home) == 0) EXPECT_EQ(slot, home);  // free: taken
+    at_home += slot == home;
+    EXPECT_TRUE(used.insert(slot).second);
+  }
+  EXPECT_EQ(used.size(), FlowTable::kWays);  // then the free ones: the bucket fills up
+  EXPECT_GE(at_home, 1u);
 }
 
 TEST(FlowTable, BurstUnderEvictionKeepsEveryEntryItReturned) {

@@ -276,8 +276,13 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
     // The answer to a SYN that was not tracked: its receiver initiated.
     if (syn_ack == (kTcpSyn | kTcpAck)) init = side == Side::kA ? Side::kB : Side::kA;
   }
-  uint32_t free_mask = match(b.sig, 0);
-  int slot = free_mask != 0 ? static_cast<int>(first_slot(free_mask)) : make_room(b, t);
+  // Its home slot if free (prefetch() loads that entry line without reading
+  // the header first), else the first free one, else make room.
+  const uint32_t free_mask = match(b.sig, 0);
+  const unsigned home = home_slot(h);
+  int slot = (free_mask >> (2 * home) & 1u) != 0 ? static_cast<int>(home)
+             : free_mask != 0                   ? static_cast<int>(first_slot(free_mask))
+                                                : make_room(b, t);
   if (slot < 0) {
     add(CG_FLOW_COUNTER(insert_failed));
     r = {};

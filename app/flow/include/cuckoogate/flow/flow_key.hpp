@@ -55,26 +55,71 @@ struct FlowTuple {
 };
 
 namespace detail {
-// The fields after the addresses, in the order the addresses were put.
-// One 8-byte store: the flow table's hash reads these 8 bytes back as one
-// word right away, and a word assembled from five smaller stores cannot be
-// forwarded from the store buffer (a stall of a dozen cycles per packet).
-inline Side finish_flow_key(const FlowTuple& t, bool swap, uint8_t family, FlowKey& key) noexcept {
-  const uint16_t a = swap ? t.dport : t.sport, b = swap ? t.sport : t.dport;
+// The 8 bytes of a key from port_a on (port_a, port_b, zone, proto, family),
+// as one word in the key's memory order. One 8-byte store: the flow table's
+// hash reads these 8 bytes back as one word right away, and a word assembled
+// from five smaller stores cannot be forwarded from the store buffer (a
+// stall of a dozen cycles per packet).
+inline uint64_t key_tail(uint16_t port_a, uint16_t port_b, uint16_t zone, uint8_t proto, uint8_t family) noexcept {
   if constexpr (std::endian::native == std::endian::little) {
-    const uint64_t w = uint64_t{a} | uint64_t{b} << 16 | uint64_t{t.zone} << 32 | uint64_t{t.proto} << 48 |
-                       uint64_t{family} << 56;
-    std::memcpy(&key.port_a, &w, 8);
+    return uint64_t{port_a} | uint64_t{port_b} << 16 | uint64_t{zone} << 32 | uint64_t{proto} << 48 |
+           uint64_t{family} << 56;
   } else {
-    key.port_a = a;
-    key.port_b = b;
-    key.zone = t.zone;
-    key.proto = t.proto;
-    key.family = family;
+    struct {
+      uint16_t a, b, z;
+      uint8_t p, f;
+    } t{port_a, port_b, zone, proto, family};
+    uint64_t w;
+    std::memcpy(&w, &t, 8);
+    return w;
   }
+}
+
+}  // namespace detail
+
+// An IPv4 key in 16 bytes, for the data path's plain frames: the same key as
+// make_flow_key() gives (expand() writes it out), without the 24 zero bytes
+// of the address fields, so that it is built, hashed (FlowTable::hash_v4)
+// and compared with a table entry (FlowTable::track_steady_v4) from
+// registers. `a` and `b` are addr_a's and addr_b's 4 bytes (network order),
+// `tail` the key's 8 bytes from port_a on (detail::key_tail).
+struct FlowKeyV4 {
+  uint32_t a;
+  uint32_t b;
+  uint64_t tail;
+};
+static_assert(sizeof(FlowKeyV4) == 16 && std::has_unique_object_representations_v<FlowKeyV4>);
+
+// make_flow_key() of an IPv4 tuple into a FlowKeyV4: `src` and `dst` are
+// the 4 address bytes as loaded from the packet (network order), ports in
+// any one order as for make_flow_key().
+inline Side make_flow_key_v4(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint16_t zone,
+                             uint8_t proto, FlowKeyV4& k) noexcept {
+  // Addresses compared as big-endian integers (the byte order memcmp would use).
+  const uint32_t sh = __builtin_bswap32(src), dh = __builtin_bswap32(dst);
+  const bool swap = sh != dh ? sh > dh : sport > dport;
+  k.a = swap ? dst : src;
+  k.b = swap ? src : dst;
+  k.tail = swap ? detail::key_tail(dport, sport, zone, proto, 4)
+              : detail::key_tail(sport, dport, zone, proto, 4);
   return swap ? Side::kB : Side::kA;
 }
-}  // namespace detail
+
+// The IP protocol of a compact key (FlowKey::proto, byte 6 of the tail).
+inline uint8_t proto_of(const FlowKeyV4& k) noexcept {
+  static_assert(offsetof(FlowKey, proto) - offsetof(FlowKey, port_a) == 6);
+  uint8_t p;
+  std::memcpy(&p, reinterpret_cast<const unsigned char*>(&k.tail) + 6, 1);
+  return p;
+}
+
+// The full key of a compact one: every byte of `key`.
+inline void expand(const FlowKeyV4& k, FlowKey& key) noexcept {
+  std::memset(&key, 0, 32);
+  std::memcpy(key.addr_a, &k.a, 4);
+  std::memcpy(key.addr_b, &k.b, 4);
+  std::memcpy(&key.port_a, &k.tail, 8);
+}
 
 // Writes the normalised key of `t` (every byte of `key`, padding included)
 // and returns the side the packet's source is on. A packet whose source and
@@ -82,22 +127,17 @@ inline Side finish_flow_key(const FlowTuple& t, bool swap, uint8_t family, FlowK
 // `t.family` must be 4 or 6; anything but 6 is taken as 4. Never allocates,
 // never throws.
 inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
-  // Addresses compared as big-endian integers (the byte order memcmp would
-  // use), without a call: this runs for every packet of the data path.
   if (t.family != 6) {
-    // IPv4 in scalars: zero-padded arrays, filled by 4-byte copies and read
-    // back as 8-byte words, stalled store forwarding on every packet.
     uint32_t s, d;
     std::memcpy(&s, t.src, 4);
     std::memcpy(&d, t.dst, 4);
-    const uint32_t sh = __builtin_bswap32(s), dh = __builtin_bswap32(d);
-    const bool swap = sh != dh ? sh > dh : t.sport > t.dport;
-    std::memset(&key, 0, 32);
-    const uint32_t a = swap ? d : s, b = swap ? s : d;
-    std::memcpy(key.addr_a, &a, 4);
-    std::memcpy(key.addr_b, &b, 4);
-    return detail::finish_flow_key(t, swap, 4, key);
+    FlowKeyV4 k;
+    const Side side = make_flow_key_v4(s, d, t.sport, t.dport, t.zone, t.proto, k);
+    expand(k, key);
+    return side;
   }
+  // Addresses compared as big-endian integers (the byte order memcmp would
+  // use), without a call: this runs for every packet of the data path.
   uint64_t s[2], d[2];
   std::memcpy(s, t.src, 16);
   std::memcpy(d, t.dst, 16);
@@ -106,7 +146,10 @@ inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
   const bool swap = s0 != d0 ? s0 > d0 : s1 != d1 ? s1 > d1 : t.sport > t.dport;
   std::memcpy(key.addr_a, swap ? d : s, 16);
   std::memcpy(key.addr_b, swap ? s : d, 16);
-  return detail::finish_flow_key(t, swap, 6, key);
+  const uint64_t tail = swap ? detail::key_tail(t.dport, t.sport, t.zone, t.proto, 6)
+                              : detail::key_tail(t.sport, t.dport, t.zone, t.proto, 6);
+  std::memcpy(&key.port_a, &tail, 8);
+  return swap ? Side::kB : Side::kA;
 }
 
 }  // namespace cg::flow

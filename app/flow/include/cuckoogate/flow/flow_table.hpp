@@ -190,7 +190,7 @@ struct FlowStats {
 };
 
 // The table's per-slot encoding and key helpers, inline for the fast path
-// below (touch()); not part of the interface.
+// below (track_steady()); not part of the interface.
 namespace detail {
 
 // Header bits per slot.
@@ -224,25 +224,28 @@ inline uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
 #endif
 }
 
+// Where a new entry goes if that slot is free: hash bits that neither the
+// bucket index (the low bits, at most 31 of them) nor the signature (the top
+// 16) use, so that one can prefetch a flow's entry line before its bucket's
+// header says which slot it is in.
+inline unsigned home_slot(uint64_t h) noexcept { return static_cast<unsigned>(h >> 40) & 7u; }
+
 inline unsigned first_slot(uint32_t m) noexcept {
   return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
 }
 
 // An IPv4 key has 24 zero bytes (the rest of its address fields): hashing
-// its 16 meaningful bytes takes XXH3's short path, a third of the 40-byte
-// one's cost. Both forms depend on every byte that can differ.
-// The two 8-byte words are composed in registers and stored whole: XXH3
-// reads them back at once, and a word assembled from two 4-byte stores
-// cannot be forwarded from the store buffer (a stall on every packet).
+// its 16 meaningful bytes (FlowKeyV4) takes XXH3's short path, a third of
+// the 40-byte one's cost. Both forms depend on every byte that can differ.
+inline uint64_t hash_v4(const FlowKeyV4& k, uint64_t seed) noexcept { return XXH3_64bits_withSeed(&k, sizeof k, seed); }
+
 inline uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
   if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
-  uint32_t a, b;
-  std::memcpy(&a, key.addr_a, 4);
-  std::memcpy(&b, key.addr_b, 4);
-  uint64_t v4[2];
-  v4[0] = uint64_t{a} | uint64_t{b} << 32;
-  std::memcpy(&v4[1], &key.port_a, 8);  // port_a, port_b, zone, proto, family
-  return XXH3_64bits_withSeed(v4, sizeof v4, seed);
+  FlowKeyV4 k;
+  std::memcpy(&k.a, key.addr_a, 4);
+  std::memcpy(&k.b, key.addr_b, 4);
+  std::memcpy(&k.tail, &key.port_a, 8);  // port_a, port_b, zone, proto, family
+  return hash_v4(k, seed);
 }
 static_assert(offsetof(FlowKey, family) == offsetof(FlowKey, port_a) + 7);
 
@@ -259,6 +262,15 @@ inline bool key_equal(const FlowKey& a, const FlowKey& b) noexcept {
   return ((key_word(a, 0) ^ key_word(b, 0)) | (key_word(a, 1) ^ key_word(b, 1)) |
           (key_word(a, 2) ^ key_word(b, 2)) | (key_word(a, 3) ^ key_word(b, 3)) |
           (key_word(a, 4) ^ key_word(b, 4))) == 0;
+}
+
+// key_equal(a, expand(k)) without writing the expanded key out.
+inline bool key_equal(const FlowKey& a, const FlowKeyV4& k) noexcept {
+  uint64_t w0 = 0, w2 = 0;  // an address's 4 bytes first in memory order, then zeros
+  std::memcpy(&w0, &k.a, 4);
+  std::memcpy(&w2, &k.b, 4);
+  return ((key_word(a, 0) ^ w0) | key_word(a, 1) | (key_word(a, 2) ^ w2) | key_word(a, 3) |
+          (key_word(a, 4) ^ k.tail)) == 0;
 }
 
 // Age in stamp units; a stamp ahead of `t` (a clock that stepped back a
@@ -318,29 +330,33 @@ class alignas(64) FlowTable {
   // Prefetches the bucket header of a hash (for callers that pipeline).
   inline void prefetch(uint64_t hash) const noexcept;
   // Once that header is in: prefetches the entry whose signature matches
-  // (the line touch() and track() compare the key with), if any.
+  // (the line track_steady() and track() compare the key with), if any.
   inline void prefetch_entry(uint64_t hash) const noexcept;
 
   // track_burst() with the hashes already computed (hash() of each key).
   void track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint32_t n, uint64_t now,
                    FlowResult* out) noexcept;
 
-  // The common case of track(), inline, in two steps for callers that
-  // pipeline a burst themselves (hash(), prefetch(), prefetch_entry(), then
-  // these in packet order) and decide in between whether to go on.
-  // peek(): if `key` (hash `h`) has a live entry and this packet would change
+  // The common case of track(), inline, for callers that pipeline a burst
+  // themselves (hash(), prefetch(), prefetch_entry(), then this in packet
+  // order): if `key` (hash `h`) has a live entry and this packet would change
   // nothing of it but its last-seen time, its reply bit and kTcpNew ->
   // kTcpEstablished — a TCP segment without SYN, FIN or RST, or any packet of
-  // another protocol — returns the entry and the packet's direction in *dir,
-  // changing nothing. Otherwise nullptr: give the packet to track() or
-  // track_burst(). touch(e, dir, now) then does what track() would do for
-  // that packet, but for the count: count_hits(k) then counts k touches as
-  // hits (one counter update per burst, not one per packet: that load and
-  // store chained every packet of the lane to the one before). The entry is
+  // another protocol — does to the entry what track() would do for the
+  // packet, but for the count, and returns it with the packet's direction in
+  // *dir. Otherwise returns nullptr and changes nothing: give the packet to
+  // track() or track_burst() (which may also take a packet this took: the
+  // table then ends as after one track()). count_hits(k) counts k packets
+  // taken as hits (one counter update per burst, not one per packet: that
+  // load and store chained every packet to the one before). The entry is
   // not pinned (track_burst).
-  inline FlowEntry* peek(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
-                         Dir* dir) const noexcept;
-  inline void touch(FlowEntry* e, Dir dir, uint64_t now) noexcept;
+  inline FlowEntry* track_steady(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                                 Dir* dir) noexcept;
+  // The same for an IPv4 key in its compact form (hash_v4(k) ==
+  // hash(expand(k))): nothing 40 bytes long is written or read but the entry.
+  inline FlowEntry* track_steady_v4(const FlowKeyV4& k, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                                    Dir* dir) noexcept;
+  uint64_t hash_v4(const FlowKeyV4& k) const noexcept { return detail::hash_v4(k, seed_); }
   inline void count_hits(uint32_t n) noexcept;
 
   uint64_t capacity() const noexcept { return uint64_t{mask_ + 1} * kWays; }
@@ -372,6 +388,9 @@ class alignas(64) FlowTable {
   int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
   void resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t, FlowResult* out) noexcept;
   void unpin(const FlowResult* out, uint32_t n) noexcept;
+  template <class K>
+  FlowEntry* steady(const K& key, uint8_t proto, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                    Dir* dir) noexcept;
 
   Bucket* buckets_ = nullptr;
   uint64_t mask_ = 0;  // buckets - 1
@@ -396,7 +415,9 @@ struct alignas(64) FlowTable::Bucket {
 static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
 void FlowTable::prefetch(uint64_t hash) const noexcept {
-  __builtin_prefetch(&buckets_[hash & mask_], 1, 3);
+  const Bucket& b = buckets_[hash & mask_];
+  __builtin_prefetch(&b, 1, 3);
+  __builtin_prefetch(&b.entry[detail::home_slot(hash)], 1, 3);
 }
 
 void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
@@ -405,34 +426,41 @@ void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
   if (m != 0) __builtin_prefetch(&b.entry[detail::first_slot(m)], 1, 3);
 }
 
-FlowEntry* FlowTable::peek(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
-                           Dir* dir) const noexcept {
+template <class K>
+FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                             Dir* dir) noexcept {
   using namespace detail;
-  if (key.proto == kProtoTcp && (tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0) return nullptr;
-  const Bucket& b = buckets_[h & mask_];
+  if (proto == kProtoTcp && (tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0) return nullptr;
+  Bucket& b = buckets_[h & mask_];
+  const uint32_t t = units(now);
   for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
     const unsigned i = first_slot(m);
     if (!key_equal(b.entry[i].key, key)) continue;  // another flow with the same signature: rare
     const uint8_t bits = b.bits[i];
-    if (age(b.stamp[i], units(now)) > timeout_[timeout_index(b.state[i], bits)]) return nullptr;  // expired
-    *dir = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
-    return const_cast<FlowEntry*>(&b.entry[i]);
+    const uint32_t stamp = b.stamp[i];
+    if (age(stamp, t) > timeout_[timeout_index(b.state[i], bits)]) return nullptr;  // expired: track() renews it
+    const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
+    if (d == Dir::kReverse) {
+      if ((bits & kReplied) == 0) b.bits[i] = static_cast<uint8_t>(bits | kReplied);
+      if (b.state[i] == static_cast<uint8_t>(FlowState::kTcpNew)) b.state[i] = static_cast<uint8_t>(FlowState::kTcpEstablished);
+    }
+    // Only when it moves (a stamp unit is up to 1 ms): a passing flow's
+    // packets then leave its bucket's line clean.
+    if (stamp != t) b.stamp[i] = t;
+    *dir = d;
+    return &b.entry[i];
   }
   return nullptr;
 }
 
-void FlowTable::touch(FlowEntry* e, Dir dir, uint64_t now) noexcept {
-  using namespace detail;
-  // The entry's bucket and slot follow from its address.
-  const auto off = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(e) -
-                                            reinterpret_cast<unsigned char*>(buckets_));
-  Bucket& b = buckets_[off / sizeof(Bucket)];
-  const std::size_t i = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
-  if (dir == Dir::kReverse) {
-    b.bits[i] = static_cast<uint8_t>(b.bits[i] | kReplied);
-    if (b.state[i] == static_cast<uint8_t>(FlowState::kTcpNew)) b.state[i] = static_cast<uint8_t>(FlowState::kTcpEstablished);
-  }
-  b.stamp[i] = units(now);
+FlowEntry* FlowTable::track_steady(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                                   Dir* dir) noexcept {
+  return steady(key, key.proto, h, side, tcp_flags, now, dir);
+}
+
+FlowEntry* FlowTable::track_steady_v4(const FlowKeyV4& k, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
+                                      Dir* dir) noexcept {
+  return steady(k, proto_of(k), h, side, tcp_flags, now, dir);
 }
 
 void FlowTable::count_hits(uint32_t n) noexcept {
