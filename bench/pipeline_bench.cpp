@@ -19,8 +19,9 @@
 //   512-flow capture (64-byte TCP, long-lived flows):
 //     testpmd_io      dpdk-testpmd --forward-mode=io on the same kind of devices
 //                     and capture, -l 0-1, a separate process: a cross-check
-//     io              no flow table, no classification (set_filtering(false)):
-//                     the same burst loop and ports, the ceiling
+//     io              no flow table, no classification, no fragment stage
+//                     (set_filtering(false)): the same burst loop and ports,
+//                     the ceiling
 //     steady_noflows  no flow table (run --flows 0): every packet classified
 //     io_flowtable    io with a --flows table allocated: the worker's idle
 //                     expiry sweep runs whenever a polled queue is empty

@@ -81,56 +81,46 @@ void FragStage::drop_held(uint32_t slot) {
   tracker_->release(slot);
 }
 
-uint16_t FragStage::intake(rte_mbuf** pkts, uint16_t n, uint64_t now) {
-  expire(now);
-  uint16_t kept = 0;
-  for (uint16_t i = 0; i < n; ++i) {
-    rte_mbuf* m = pkts[i];
-    const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
-    const uint32_t len = rte_pktmbuf_data_len(m);
-    defrag::Fragment f;
-    const defrag::FrameKind k =
-        defrag::maybe_fragment(frame, len) ? defrag::classify_frame(frame, len, &f) : defrag::FrameKind::kWhole;
-    if (k == defrag::FrameKind::kWhole) {
-      pkts[kept++] = m;
-      continue;
-    }
-    if (k != defrag::FrameKind::kFragment) {  // never judged on a partial transport header
-      bump(st_->frags_unsupported);
-      to_drop(m);
-      continue;
-    }
-    uint32_t slot = 0;
-    const defrag::Add a = tracker_->add(f, m, now, &slot);
-    switch (a) {
-      case defrag::Add::kHeld:
-        bump(st_->frags_held);
-        break;
-      case defrag::Add::kComplete:
-        bump(st_->frags_held);
-        complete(slot, now);
-        break;
-      case defrag::Add::kOverlap:
-      case defrag::Add::kTooMany:  // the whole datagram goes
-        bump(a == defrag::Add::kOverlap ? st_->frags_overlap : st_->frags_too_many);
-        drop_held(slot);
-        to_drop(m);
-        break;
-      case defrag::Add::kDuplicate:
-        bump(st_->frags_duplicate);
-        to_drop(m);
-        break;
-      case defrag::Add::kDead:  // its datagram was dropped: so is the rest of it
-        bump(st_->frags_dead);
-        to_drop(m);
-        break;
-      case defrag::Add::kFull:
-        bump(st_->frags_table_full);
-        to_drop(m);
-        break;
-    }
+bool FragStage::take(rte_mbuf* m, const uint8_t* frame, uint32_t len, uint64_t now) {
+  defrag::Fragment f;
+  const defrag::FrameKind k =
+      defrag::maybe_fragment(frame, len) ? defrag::classify_frame(frame, len, &f) : defrag::FrameKind::kWhole;
+  if (k == defrag::FrameKind::kWhole) return false;
+  if (k != defrag::FrameKind::kFragment) {  // never judged on a partial transport header
+    bump(st_->frags_unsupported);
+    to_drop(m);
+    return true;
   }
-  return kept;
+  uint32_t slot = 0;
+  const defrag::Add a = tracker_->add(f, m, now, &slot);
+  switch (a) {
+    case defrag::Add::kHeld:
+      bump(st_->frags_held);
+      break;
+    case defrag::Add::kComplete:
+      bump(st_->frags_held);
+      complete(slot, now);
+      break;
+    case defrag::Add::kOverlap:
+    case defrag::Add::kTooMany:  // the whole datagram goes
+      bump(a == defrag::Add::kOverlap ? st_->frags_overlap : st_->frags_too_many);
+      drop_held(slot);
+      to_drop(m);
+      break;
+    case defrag::Add::kDuplicate:
+      bump(st_->frags_duplicate);
+      to_drop(m);
+      break;
+    case defrag::Add::kDead:  // its datagram was dropped: so is the rest of it
+      bump(st_->frags_dead);
+      to_drop(m);
+      break;
+    case defrag::Add::kFull:
+      bump(st_->frags_table_full);
+      to_drop(m);
+      break;
+  }
+  return true;
 }
 
 // A complete datagram: copies of its fragments through rte_ip_frag, the

@@ -1,8 +1,8 @@
 // The worker's IP defragmentation stage (issue 11, item 4; docs/dataplane.md,
 // "IP fragments"). One per worker, used by that worker's lcore only.
 //
-// Before a burst is judged, intake() takes every IPv4/IPv6 fragment out of
-// it and holds the ORIGINAL mbufs (bounded: defrag::Tracker decides which
+// While a burst is parsed, take() takes every IPv4/IPv6 fragment out of it
+// and holds the ORIGINAL mbufs (bounded: defrag::Tracker decides which
 // fragments belong together, when a datagram is complete, and when it is
 // dropped: overlap, more than 8 fragments, timeout, no room). When a
 // datagram is complete its fragments are copied into this worker's own
@@ -52,12 +52,14 @@ class FragStage {
   FragStage(const FragStage&) = delete;
   FragStage& operator=(const FragStage&) = delete;
 
-  // Expires timed-out datagrams, then takes the fragments out of pkts[0, n)
-  // (the rest keep their order) and returns how many packets remain. The
-  // fragments end up held, in the drop list, or (their datagram complete)
-  // behind a reassembled frame.
-  uint16_t intake(rte_mbuf** pkts, uint16_t n, uint64_t now);
-  // Idle: timed-out datagrams' originals to the drop list; returns how many.
+  // Takes packet m (its first segment: frame, len) if it is an IP fragment
+  // and returns true: the fragment is then held, in the drop list, or (its
+  // datagram complete) behind a reassembled frame. false: a whole packet,
+  // the caller's to judge. A burst calls expire() first, then this for
+  // every packet that may be a fragment (a frame parse_plain_ipv4 takes is
+  // none: no MF, no offset).
+  bool take(rte_mbuf* m, const uint8_t* frame, uint32_t len, uint64_t now);
+  // Timed-out datagrams' originals to the drop list; returns how many.
   uint16_t expire(uint64_t now);
 
   uint16_t frames() const noexcept { return nframes_; }

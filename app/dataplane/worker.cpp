@@ -32,13 +32,16 @@ struct RuleHit {
 };
 
 // What the fast lane reads of a tracked packet besides its flow key: for a
-// plain frame (parse_plain_ipv4) this is all the burst parses unless the
-// packet leaves the lane.
+// plain frame (parse_plain_ipv4) this and its compact key are all the burst
+// parses unless the packet leaves the lane.
 struct LaneInfo {
   uint32_t payload_len;
   uint16_t dport;  // host order
   uint8_t proto;
+  uint8_t tcp_flags;
+  flow::Side side;
   bool malformed;
+  bool compact;  // a plain frame: its key is k4[], fp[] is written if it leaves the lane
 };
 
 struct WorkerScratch {
@@ -47,6 +50,7 @@ struct WorkerScratch {
   bool classify[kBurst];          // judged by classification (not by its flow's cache)
   int16_t flow[kBurst];           // index into fp/fr, -1: no flow entry
   flow::FlowPacket fp[kBurst];
+  flow::FlowKeyV4 k4[kBurst];     // by flow index, as fp: a plain frame's key
   LaneInfo lane[kBurst];          // by flow index, as fp
   bool parsed[kBurst];            // meta[i] written (else a plain frame, parsed if it leaves the lane)
   uint64_t fh[kBurst];            // the flow table's hash of fp[j].key
@@ -214,42 +218,54 @@ int Worker::main(void* arg) {
 // gets only its flow key and LaneInfo here: its PacketMeta is written by
 // process() if it leaves the fast lane, so a passing flow's packets never
 // pay for one (docs/PERFORMANCE.md, "Pipeline, session 7").
-// Returns the number of tracked packets (s.flow[i] numbers them in order).
-uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
+// IP fragments go to the fragment stage (FragStage::take) as they are met
+// and leave pkts[], which keeps the others in order: a plain frame is none,
+// so only the others are asked (one pass over the burst, not two).
+// Returns the packets left in pkts[]; *tracked: how many of them have a
+// flow (s.flow[i] numbers them in order).
+uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, uint64_t now, uint16_t* tracked) {
   WorkerScratch& s = *s_;
-  uint16_t nf = 0;
-  for (uint16_t i = 0; i < n; ++i) {
-    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], const void*));
-    const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
-    const uint32_t len = rte_pktmbuf_data_len(pkts[i]);
+  uint16_t nf = 0, i = 0;  // i: where packet r stays
+  for (uint16_t r = 0; r < n; ++r) {
+    if (r + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[r + 1], const void*));
+    rte_mbuf* const mb = pkts[r];
+    const uint8_t* frame = rte_pktmbuf_mtod(mb, const uint8_t*);
+    const uint32_t len = rte_pktmbuf_data_len(mb);
     PlainFrame pf;
     if (flows_ != nullptr && parse_plain_ipv4(frame, len, pf)) {
-      // The common frame: what the flow and the lane need, no PacketMeta
-      // (written only if the packet leaves the lane).
-      flow::FlowPacket& fp = s.fp[nf];
+      // The common frame: what the flow and the lane need, its key in the
+      // compact form, no PacketMeta (written only if the packet leaves the lane).
+      uint32_t addr[2];
       uint16_t ports[2];  // network order, as below
+      std::memcpy(addr, frame + kPlainAddrOff, 8);
       std::memcpy(ports, frame + kPlainL4Off, 4);
-      fp.side = flow::make_flow_key(
-          {frame + kPlainAddrOff, frame + kPlainAddrOff + 4, ports[0], ports[1], 0, pf.proto, 4}, fp.key);
-      fp.tcp_flags = pf.tcp_flags;
-      s.lane[nf] = {pf.payload_len, pf.dport, pf.proto, false};
+      flow::FlowKeyV4 k;
+      const flow::Side side = flow::make_flow_key_v4(addr[0], addr[1], ports[0], ports[1], 0, pf.proto, k);
+      s.k4[nf] = k;
+      s.lane[nf] = {pf.payload_len, pf.dport, pf.proto, pf.tcp_flags, side, false, true};
       s.parsed[i] = false;
-      s.fh[nf] = flows_->hash(fp.key);
+      s.fh[nf] = flows_->hash_v4(k);
       flows_->prefetch(s.fh[nf]);
       s.flow[i] = static_cast<int16_t>(nf++);
+      pkts[i++] = mb;
       continue;
     }
+    if (frag_ != nullptr && frag_->take(mb, frame, len, now)) continue;  // held, dropped, or completes a datagram
+    pkts[i] = mb;
     PacketMeta& m = s.meta[i];
     s.parsed[i] = true;
     // Headers come from the first segment; a frame split across segments is
     // judged on what the first segment holds (headers are always there).
     parse_packet(frame, len, m);
     s.flow[i] = -1;
-    // Fragments and non-IP are judged alone; so are tunneled packets: their
-    // flow key is the inner 5-tuple, which another tunnel may carry too, and
-    // a verdict cached for one tunnel must not pass another's packets (an
-    // outer-address rule would then be skipped).
-    if (flows_ == nullptr || m.family == 0 || !m.l4 || m.tunneled) continue;
+    // Fragments (with the stage off) and non-IP are judged alone; so are
+    // tunneled packets: their flow key is the inner 5-tuple, which another
+    // tunnel may carry too, and a verdict cached for one tunnel must not pass
+    // another's packets (an outer-address rule would then be skipped).
+    if (flows_ == nullptr || m.family == 0 || !m.l4 || m.tunneled) {
+      ++i;
+      continue;
+    }
     flow::FlowPacket& fp = s.fp[nf];
     // The ports straight from the frame (network order: the table only needs
     // one order), not from m: parse_packet has just stored them as two
@@ -260,20 +276,20 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n) {
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
-    s.lane[nf] = {m.payload_len, m.dport, m.proto, m.malformed};
+    s.lane[nf] = {m.payload_len, m.dport, m.proto, m.tcp_flags, fp.side, m.malformed, false};
     s.fh[nf] = flows_->hash(fp.key);
     flows_->prefetch(s.fh[nf]);
-    s.flow[i] = static_cast<int16_t>(nf++);
+    s.flow[i++] = static_cast<int16_t>(nf++);
   }
-  for (uint16_t j = 0; j < nf; ++j) flows_->prefetch_entry(s.fh[j]);
-  return nf;
+  *tracked = nf;
+  return i;
 }
 
 // The fast lane. From the head of the burst, every packet whose flow holds
 // a current pass for its direction and that needs nothing looked at — the
 // steady state of a passing connection: a segment without SYN, FIN or RST,
-// no first-flight bytes to inspect — is passed with one flow-table touch, no
-// classification and no per-packet scratch. The lane ends at the first
+// no first-flight bytes to inspect — is passed with one flow-table
+// track_steady(), no classification and no per-packet scratch. The lane ends at the first
 // packet that needs more (untracked, a new or expired flow, SYN/FIN/RST, a
 // blocked or unjudged flow or direction, an inspecting state, a malformed or
 // oversized frame); it and every later packet take the general way, in
@@ -286,16 +302,17 @@ uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, ui
   uint16_t i = 0;
   for (; i < n; ++i) {
     if (s.flow[i] != static_cast<int16_t>(i)) break;  // untracked (every earlier one was tracked)
-    const flow::FlowPacket& p = s.fp[i];
-    flow::Dir d;
-    flow::FlowEntry* e = flows_->peek(p.key, s.fh[i], p.side, p.tcp_flags, now, &d);
-    if (e == nullptr) break;
     const LaneInfo& m = s.lane[i];
+    flow::Dir d;
+    // Refreshes the entry as track() would; if the lane ends at this packet,
+    // track_flows() tracks it again, which changes nothing more.
+    flow::FlowEntry* e = m.compact ? flows_->track_steady_v4(s.k4[i], s.fh[i], m.side, m.tcp_flags, now, &d)
+                                   : flows_->track_steady(s.fp[i].key, s.fh[i], m.side, m.tcp_flags, now, &d);
+    if (e == nullptr) break;
     constexpr uint8_t kBlockedOrJudging = flow::kFlowBlocked | kJudgingFwd | kJudgingRev;
     if ((e->flags & (kBlockedOrJudging | pass_bit(d))) != pass_bit(d) || !e->verdict_current(pass_gen) ||
         m.malformed || rte_pktmbuf_pkt_len(pkts[i]) > max_frame || inspects(*e, m, d, cfg_.quic))
       break;
-    flows_->touch(e, d, now);
     pass[i] = pkts[i];
   }
   flows_->count_hits(i);
@@ -536,11 +553,18 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   // sees the tables the change was made in (docs/concurrency.md, "Growth").
   burst_ = cfg_.tables != nullptr ? *cfg_.tables->load(std::memory_order_acquire)
                                   : LookupTables{cfg_.filter, cfg_.exact};
-  const uint16_t nf = parse_burst(pkts, n);
+  uint16_t nf = 0;
+  n = parse_burst(pkts, n, now, &nf);
   // 0. The fast lane (passing flows in their steady state), then the rest.
   const uint16_t first = flows_ != nullptr ? pass_cached(pkts, n, max_frame, pass_gen, now, pass) : 0;
-  for (uint16_t i = first; i < n; ++i)  // the general way reads every packet's meta
-    if (!s.parsed[i]) parse_packet(rte_pktmbuf_mtod(pkts[i], const uint8_t*), rte_pktmbuf_data_len(pkts[i]), s.meta[i]);
+  for (uint16_t i = first; i < n; ++i) {  // the general way reads every packet's meta and full flow key
+    if (s.parsed[i]) continue;
+    parse_packet(rte_pktmbuf_mtod(pkts[i], const uint8_t*), rte_pktmbuf_data_len(pkts[i]), s.meta[i]);
+    const int16_t j = s.flow[i];  // a plain frame is always tracked
+    flow::expand(s.k4[j], s.fp[j].key);
+    s.fp[j].side = s.lane[j].side;
+    s.fp[j].tcp_flags = s.lane[j].tcp_flags;
+  }
   if (flows_ != nullptr) track_flows(first, n, nf, now);
 
   // 1. Packets their flow decides; the others are classified.
@@ -836,11 +860,13 @@ void Worker::loop() {
       busy = true;
       received += n;
       uint16_t nd = 0, nbad = 0, nbig = 0;
-      // IP fragments wait in the stage for the rest of their datagram.
       // One clock read per burst (a TSC read is not free in a VM).
       const uint64_t now = rte_rdtsc();
-      const uint16_t nw = frag_ != nullptr ? frag_->intake(pkts, n, now) : n;
-      const uint16_t np = process(pkts, nw, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
+      if (frag_ != nullptr) frag_->expire(now);  // incomplete datagrams past their timeout
+      // IP fragments wait in the stage for the rest of their datagram: the
+      // burst keeps the other packets (nw), each passed or dropped.
+      const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
+      const uint16_t nw = np + nd;
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port
         LinkStats& lk = cfg_.link_stats[li];
         if (nbad) bump(lk.malformed, nbad);

@@ -53,7 +53,7 @@ struct WorkerConfig {
   std::vector<QueueLink> links;        // queues this worker owns
   int drop_port = -1;                  // >= 0: dropped packets are sent here (replay)
   uint16_t drop_queue = 0;
-  bool filtering = true;               // false: forward everything (benchmark baseline)
+  bool filtering = true;               // false: forward everything, fragments as they are (benchmark baseline)
   bool verify = true;                  // confirm filter hits against the exact set
   bool drop_malformed = false;         // verdict for malformed packets that match nothing
   uint64_t pps = 0;                    // > 0: pace rx to this many packets/s (replay)
@@ -124,7 +124,7 @@ class Worker {
   void loop();
   uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
                    uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now);
-  uint16_t parse_burst(rte_mbuf** pkts, uint16_t n);
+  uint16_t parse_burst(rte_mbuf** pkts, uint16_t n, uint64_t now, uint16_t* tracked);
   uint16_t pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                        rte_mbuf** pass);
   void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
