@@ -327,10 +327,12 @@ class alignas(64) FlowTable {
   uint32_t expire(uint64_t now, uint32_t max_buckets) noexcept;
 
   uint64_t hash(const FlowKey& key) const noexcept { return detail::key_hash(key, seed_); }
-  // Prefetches the bucket header of a hash (for callers that pipeline).
+  // Prefetches the bucket header of a hash and its home slot's entry (for
+  // callers that pipeline): both lines of a flow that sits at home.
   inline void prefetch(uint64_t hash) const noexcept;
   // Once that header is in: prefetches the entry whose signature matches
-  // (the line track_steady() and track() compare the key with), if any.
+  // (the line track_steady() and track() compare the key with), if any,
+  // wherever it sits.
   inline void prefetch_entry(uint64_t hash) const noexcept;
 
   // track_burst() with the hashes already computed (hash() of each key).
@@ -338,18 +340,18 @@ class alignas(64) FlowTable {
                    FlowResult* out) noexcept;
 
   // The common case of track(), inline, for callers that pipeline a burst
-  // themselves (hash(), prefetch(), prefetch_entry(), then this in packet
-  // order): if `key` (hash `h`) has a live entry and this packet would change
-  // nothing of it but its last-seen time, its reply bit and kTcpNew ->
-  // kTcpEstablished — a TCP segment without SYN, FIN or RST, or any packet of
-  // another protocol — does to the entry what track() would do for the
-  // packet, but for the count, and returns it with the packet's direction in
-  // *dir. Otherwise returns nullptr and changes nothing: give the packet to
-  // track() or track_burst() (which may also take a packet this took: the
-  // table then ends as after one track()). count_hits(k) counts k packets
-  // taken as hits (one counter update per burst, not one per packet: that
-  // load and store chained every packet to the one before). The entry is
-  // not pinned (track_burst).
+  // themselves (hash(), prefetch(), then this in packet order): if `key`
+  // (hash `h`) has a live entry and this packet would change nothing of it
+  // but its last-seen time, its reply bit and kTcpNew -> kTcpEstablished — a
+  // TCP segment without SYN, FIN or RST, or any packet of another protocol —
+  // does to the entry what track() would do for the packet, but for the
+  // count, and returns it with the packet's direction in *dir. Otherwise
+  // returns nullptr and changes nothing: give the packet to track() or
+  // track_burst() (which may also take a packet this took: the table then
+  // ends as after one track()). count_hits(k) counts k packets taken as hits
+  // (one counter update per burst, not one per packet: that load and store
+  // chained every packet to the one before). The entry is not pinned
+  // (track_burst).
   inline FlowEntry* track_steady(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
                                  Dir* dir) noexcept;
   // The same for an IPv4 key in its compact form (hash_v4(k) ==
