@@ -106,6 +106,53 @@ class SortedKeys {
   std::optional<store::KeyOrder> order_;
 };
 
+// The store's requests of a KeyBatch load, in key order, as batch positions,
+// and the new rules among them (their request indices). Neither list is
+// written while it is the identity — request q the q-th key in order, new
+// rule j request j: a load of distinct rules into a blocklist that holds
+// none of them, the usual case, where the lists took 8 bytes a rule written
+// to fresh pages — and each is listed from its first exception on.
+class BatchRequests {
+ public:
+  BatchRequests(const Blocklist::KeyBatch& b, const store::KeyOrder& o) : batch_(&b), order_(&o) {}
+  // The j-th key in order (batch position pos) is the next request; fresh:
+  // a new rule (else a present rule whose lifetime the store replaces).
+  void add(std::size_t j, uint32_t pos, bool fresh) {
+    if (pos_follow_ && j != n_) {  // a key in order was no request: list them
+      pos_follow_ = false;
+      pos_.reserve(order_->size() - (j - n_));
+      for (std::size_t q = 0; q < n_; ++q) pos_.push_back((*order_)[q]);
+    }
+    if (!pos_follow_) pos_.push_back(pos);
+    if (fresh) {
+      if (!fresh_follow_) fresh_.push_back(static_cast<uint32_t>(n_));
+      ++n_fresh_;
+    } else if (fresh_follow_) {  // every request before this one was new
+      fresh_follow_ = false;
+      for (std::size_t q = 0; q < n_; ++q) fresh_.push_back(static_cast<uint32_t>(q));
+    }
+    ++n_;
+  }
+  std::size_t size() const noexcept { return n_; }
+  std::size_t fresh_count() const noexcept { return n_fresh_; }
+  std::size_t fresh(std::size_t j) const noexcept { return fresh_follow_ ? j : fresh_[j]; }  // j < fresh_count()
+  std::string_view key(std::size_t q) const {  // q < size()
+    return batch_->key(pos_follow_ ? (*order_)[q] : pos_[q]);
+  }
+  std::string_view fresh_key(std::size_t j) const { return key(fresh(j)); }
+  static std::string_view fresh_key_of(const void* self, std::size_t j) {
+    return static_cast<const BatchRequests*>(self)->fresh_key(j);
+  }
+
+ private:
+  const Blocklist::KeyBatch* batch_;
+  const store::KeyOrder* order_;
+  std::vector<uint32_t> pos_;    // batch positions, when !pos_follow_
+  std::vector<uint32_t> fresh_;  // request indices of the new rules, when !fresh_follow_
+  std::size_t n_ = 0, n_fresh_ = 0;
+  bool pos_follow_ = true, fresh_follow_ = true;
+};
+
 }  // namespace
 
 // The filter's table: NUMA-local EAL memory when EAL has hugepages; with
@@ -646,23 +693,18 @@ Blocklist::BatchResult Blocklist::add_batch(const std::vector<Rule>& rules, std:
 
 Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_view set) {
   BatchResult res;
-  const std::size_t n = batch.size();
   // The rules in key order: duplicates become neighbours (the first in the
   // input wins: ties by position), the store's searches share their path, and
   // the store gets the batch already sorted (it does not sort again).
   const SortedKeys sorted(batch);
   // In key order: the store's requests, which also hold present rules that
   // have an expiry: this add makes them permanent (the latest add defines
-  // the lifetime; their lookup entries stay as they are), as batch
-  // positions (req_pos: 4 bytes a rule, where an array of AddRequest took
-  // 56), and the new rules (fresh: their indices in req_pos; left empty
-  // while every request is a new rule, the usual load, where it would be
-  // the identity: 4 bytes a rule written to fresh pages for nothing).
-  std::vector<uint32_t> fresh;
-  std::vector<uint32_t> req_pos;
-  std::size_t n_fresh = 0;
-  bool fresh_is_identity = true;
-  req_pos.reserve(n);
+  // the lifetime; their lookup entries stay as they are), and the new rules
+  // (BatchRequests: nothing stored while each list is the identity; a list
+  // of AddRequest took 56 bytes a rule before, then batch positions 4 and
+  // the new rules' indices 4).
+  const store::KeyOrder& order = sorted.order();
+  BatchRequests reqs(batch, order);
   const std::string_view store_set = store_set_name(set);
   std::string_view prev;
   bool have_prev = false;
@@ -674,7 +716,6 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
     // later key is absent too: a load into an empty blocklist, or past its
     // last rule, searches once.
     store::RuleStore::Finder finder = store_->finder();
-    const store::KeyOrder& order = sorted.order();
     for (std::size_t j = 0; j < order.size(); ++j) {
       const uint32_t i = order[j];
       const std::string_view k = sorted.key(i);
@@ -686,32 +727,21 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       have_prev = true;
       const store::RuleMeta* m = past_end ? nullptr : finder.find(k);  // one search, present or not
       past_end = past_end || finder.past_end();
-      if (m != nullptr) {
-        if (m->expiry_unix_ms != 0) {  // the store keeps a present rule's set
-          if (fresh_is_identity) {  // from now on fresh is listed
-            fresh_is_identity = false;
-            fresh.resize(req_pos.size());
-            for (std::size_t q = 0; q < fresh.size(); ++q) fresh[q] = static_cast<uint32_t>(q);
-          }
-          req_pos.push_back(i);
-        } else {
-          ++res.existed;
-        }
-        continue;
+      if (m == nullptr) {
+        reqs.add(j, i, /*fresh=*/true);
+      } else if (m->expiry_unix_ms != 0) {  // the store keeps a present rule's set
+        reqs.add(j, i, /*fresh=*/false);
+      } else {
+        ++res.existed;
       }
-      if (!fresh_is_identity) fresh.push_back(static_cast<uint32_t>(req_pos.size()));
-      ++n_fresh;
-      req_pos.push_back(i);
     }
   }  // the finder's pin ends here, before the inserts
   // Each new rule goes into the lookup tables by its lookup key, made from
   // its order key without a Rule (rule_key_of_order_key; prefix rules also
   // decode to a Rule for the prefix tables). A growth meanwhile decodes the rules inserted so far from pending_keys_; a
   // rollback decodes them again.
-  // fresh is the identity while empty (then every request is new; if not,
-  // no new rule was listed yet, and j < n_fresh never reaches it).
-  const auto fresh_at = [&](std::size_t j) { return fresh.empty() ? j : std::size_t{fresh[j]}; };
-  const auto key_at = [&](std::size_t j) { return batch.key(req_pos[fresh_at(j)]); };
+  const std::size_t n_fresh = reqs.fresh_count();
+  const auto key_at = [&](std::size_t j) { return reqs.fresh_key(j); };
   const auto rule_at = [&](std::size_t j) { return *rule_from_order_key(key_at(j)); };  // KeyBatch::add's keys decode
   auto rollback = [&](std::size_t upto) {
     for (std::size_t j = 0; j < upto; ++j) remove_lookup(rule_at(j));
@@ -721,7 +751,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
     PendingKeys& k;
     ~KeysScope() { k = {}; }
   } pending_keys{pending_keys_};
-  pending_keys_ = {&batch, &req_pos, &fresh, 0};
+  pending_keys_ = {&reqs, &BatchRequests::fresh_key_of, 0};
   if (!ensure_room(n_fresh)) return {0, 0, 0, Result::kFull};  // grows once for the batch
   // In groups: every rule's lookup key and hashes first, its filter bucket
   // prefetched and the exact set's buckets loaded by one bulk lookup, then
@@ -757,19 +787,18 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       pending_keys_.n = j + 1;
     }
   }
-  // The store's requests made from req_pos as it asks for them. No text:
-  // the order key is the rule (rule_from_order_key).
+  // The store's requests made as it asks for them. No text: the order key
+  // is the rule (rule_from_order_key).
   struct Requests {
-    const KeyBatch* batch;
-    const uint32_t* pos;
+    const BatchRequests* reqs;
     std::string_view set;
-  } const rq{&batch, req_pos.data(), store_set};
+  } const rq{&reqs, store_set};
   const auto request_at = [](const void* ctx, std::size_t q) -> store::RuleStore::AddRequest {
     const auto& r = *static_cast<const Requests*>(ctx);
-    return {r.batch->key(r.pos[q]), {}, 0, r.set};
+    return {r.reqs->key(q), {}, 0, r.set};
   };
   std::vector<store::Errc> results;
-  const store::Status st = store_->add_batch(req_pos.size(), request_at, &rq, &results);
+  const store::Status st = store_->add_batch(reqs.size(), request_at, &rq, &results);
   if (!st.ok()) {
     rollback(n_fresh);
     last_error_ = st.to_string();
@@ -778,8 +807,8 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   // The store may refuse single entries (e.g. an oversized record): those must
   // not stay in the lookup structures either.
   std::size_t j = 0;
-  for (std::size_t q = 0; q < req_pos.size(); ++q) {
-    if (j < n_fresh && fresh_at(j) == q) {
+  for (std::size_t q = 0; q < reqs.size(); ++q) {
+    if (j < n_fresh && reqs.fresh(j) == q) {
       if (results[q] == store::Errc::ok) {
         ++res.added;
       } else {

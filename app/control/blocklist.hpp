@@ -349,11 +349,10 @@ class Blocklist {
   // The same for add_batch of a KeyBatch: its first n new rules, as their
   // order keys in the batch (no copy of the keys).
   struct PendingKeys {
-    const KeyBatch* batch = nullptr;
-    const std::vector<uint32_t>* pos = nullptr;    // batch positions of the store's requests
-    const std::vector<uint32_t>* fresh = nullptr;  // the new rules' indices in *pos (empty: the identity)
+    const void* ctx = nullptr;  // add_batch's requests (blocklist.cpp)
+    std::string_view (*key_at)(const void* ctx, std::size_t i) = nullptr;  // new rule i's order key
     std::size_t n = 0;
-    std::string_view key(std::size_t i) const { return batch->key((*pos)[fresh->empty() ? i : (*fresh)[i]]); }
+    std::string_view key(std::size_t i) const { return key_at(ctx, i); }
   };
   PendingKeys pending_keys_;
   std::unique_ptr<PrefixTables> prefixes_;

@@ -140,28 +140,36 @@ TEST(BlocklistBatch, PresentRulesWithAnExpiryBecomePermanentOthersExist) {
 
 // New rules around present rules with an expiry (which the store must get
 // too, and after which add_batch lists its new rules' indices: before the
-// first such rule they are not stored, the identity), into tables that
-// must grow for the batch: every rule ends up in the store, the exact set
+// first such rule they are not stored, the identity), repeats and present
+// permanent rules (which are no requests: from the first one on the
+// requests' batch positions are listed), into tables that must grow for
+// the batch: every rule ends up in the store, the exact set
 // and the listing, the expiring ones permanent, and a restart agrees.
 TEST(BlocklistBatch, NewRulesAroundExpiringPresentOnesIntoGrowingTables) {
   const std::string state = g_dir + "/around";
   auto b = open("bb5", state, 64);
   ASSERT_NE(b, nullptr);
   std::vector<std::string> texts = mixed(3000);
-  std::vector<std::string> expiring;
+  std::vector<std::string> expiring, permanent;  // present before the batch
   for (std::size_t i = 0; i < texts.size(); i += 97) {
     if (texts[i] == "host example.net") continue;
     expiring.push_back(texts[i]);
     ASSERT_EQ(b->add(R(texts[i]), 60000), Blocklist::Result::kOk) << texts[i];
   }
+  for (std::size_t i = 50; i < texts.size(); i += 301) {
+    if (texts[i] == "host example.net" || b->contains(R(texts[i]))) continue;
+    permanent.push_back(texts[i]);
+    ASSERT_EQ(b->add(R(texts[i])), Blocklist::Result::kOk) << texts[i];
+  }
+  ASSERT_FALSE(permanent.empty());
   std::vector<Rule> rules;
   for (const auto& t : texts) rules.push_back(R(t));
   const std::vector<std::string> want = canonical_set(rules);
   const Blocklist::BatchResult res = b->add_batch(rules);
   ASSERT_EQ(res.result, Blocklist::Result::kOk);
   EXPECT_EQ(res.updated, expiring.size());
-  EXPECT_EQ(res.added, want.size() - expiring.size());
-  EXPECT_EQ(res.existed, rules.size() - want.size());
+  EXPECT_EQ(res.added, want.size() - expiring.size() - permanent.size());
+  EXPECT_EQ(res.existed, rules.size() - want.size() + permanent.size());
   EXPECT_GT(b->growths(), 0u);
   EXPECT_FALSE(b->ms_to_next_expiry().has_value());
   for (int round = 0; round < 2; ++round) {
