@@ -212,18 +212,20 @@ int Worker::main(void* arg) {
 }
 
 // Parses every packet and, with a flow table, builds its flow key and hash
-// and starts loading its bucket, then the entry whose signature matches:
-// both lines are in by the time pass_cached() or track_flows() reads them.
+// and starts loading its bucket's header and its home slot's entry: both
+// lines are in by the time pass_cached() or track_flows() reads them.
 // A plain frame (untagged IPv4 TCP/UDP, no options, no fragment, no tunnel)
 // gets only its flow key and LaneInfo here: its PacketMeta is written by
 // process() if it leaves the fast lane, so a passing flow's packets never
 // pay for one (docs/PERFORMANCE.md, "Pipeline, session 7").
-// IP fragments go to the fragment stage (FragStage::take) as they are met
-// and leave pkts[], which keeps the others in order: a plain frame is none,
-// so only the others are asked (one pass over the burst, not two).
+// IP fragments go to `frags` (FragStage::take) as they are met and leave
+// pkts[], which keeps the others in order: a plain frame is none, so only
+// the others are asked (one pass over the burst, not two). `frags` is
+// nullptr for a frame the stage reassembled: it is judged, never taken again
+// (a tunnel's reassembled outer datagram may carry an inner fragment).
 // Returns the packets left in pkts[]; *tracked: how many of them have a
 // flow (s.flow[i] numbers them in order).
-uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, uint64_t now, uint16_t* tracked) {
+uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint64_t now, uint16_t* tracked) {
   WorkerScratch& s = *s_;
   uint16_t nf = 0, i = 0;  // i: where packet r stays
   for (uint16_t r = 0; r < n; ++r) {
@@ -250,7 +252,7 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, uint64_t now, uint16_t
       pkts[i++] = mb;
       continue;
     }
-    if (frag_ != nullptr && frag_->take(mb, frame, len, now)) continue;  // held, dropped, or completes a datagram
+    if (frags != nullptr && frags->take(mb, frame, len, now)) continue;  // held, dropped, or completes a datagram
     pkts[i] = mb;
     PacketMeta& m = s.meta[i];
     s.parsed[i] = true;
@@ -529,7 +531,9 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
 // the exact set, and their flows remember the verdict. Fills pass[]
 // (returned count) and drop[] (*ndrop); every packet ends up in exactly one.
 // *nbad and *nbig count the malformed and oversized frames of the burst.
-uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass,
+// IP fragments are taken out of the burst by `frags` (see parse_burst) and
+// are in neither list.
+uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t max_frame, rte_mbuf** pass,
                          rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now) {
   WorkerScratch& s = *s_;
   WorkerStats& st = *cfg_.stats;
@@ -554,7 +558,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mb
   burst_ = cfg_.tables != nullptr ? *cfg_.tables->load(std::memory_order_acquire)
                                   : LookupTables{cfg_.filter, cfg_.exact};
   uint16_t nf = 0;
-  n = parse_burst(pkts, n, now, &nf);
+  n = parse_burst(pkts, n, frags, now, &nf);
   // 0. The fast lane (passing flows in their steady state), then the rest.
   const uint16_t first = flows_ != nullptr ? pass_cached(pkts, n, max_frame, pass_gen, now, pass) : 0;
   for (uint16_t i = first; i < n; ++i) {  // the general way reads every packet's meta and full flow key
@@ -793,7 +797,7 @@ uint16_t Worker::release_fragments(const QueueLink* q, uint64_t now) {
     // original under the rule's kind, as if each had matched.
     std::array<uint64_t, kRuleKindCount + 1> by_kind;
     for (std::size_t k = 0; k < by_kind.size(); ++k) by_kind[k] = st.dropped_by_kind[k].load(std::memory_order_relaxed);
-    const uint16_t np = process(&fm, 1, UINT32_MAX, pass, drop, &nd, &nbad, &nbig, now);
+    const uint16_t np = process(&fm, 1, nullptr, UINT32_MAX, pass, drop, &nd, &nbad, &nbig, now);
     if (np == 0) {
       for (std::size_t k = 0; k < by_kind.size(); ++k)
         if (st.dropped_by_kind[k].load(std::memory_order_relaxed) != by_kind[k])
@@ -865,7 +869,7 @@ void Worker::loop() {
       if (frag_ != nullptr) frag_->expire(now);  // incomplete datagrams past their timeout
       // IP fragments wait in the stage for the rest of their datagram: the
       // burst keeps the other packets (nw), each passed or dropped.
-      const uint16_t np = process(pkts, n, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
+      const uint16_t np = process(pkts, n, frag_, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
       const uint16_t nw = np + nd;
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port
         LinkStats& lk = cfg_.link_stats[li];

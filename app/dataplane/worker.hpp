@@ -122,9 +122,9 @@ class Worker {
 
  private:
   void loop();
-  uint16_t process(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, rte_mbuf** pass, rte_mbuf** drop,
-                   uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now);
-  uint16_t parse_burst(rte_mbuf** pkts, uint16_t n, uint64_t now, uint16_t* tracked);
+  uint16_t process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t max_frame, rte_mbuf** pass,
+                   rte_mbuf** drop, uint16_t* ndrop, uint16_t* nbad, uint16_t* nbig, uint64_t now);
+  uint16_t parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint64_t now, uint16_t* tracked);
   uint16_t pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                        rte_mbuf** pass);
   void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);

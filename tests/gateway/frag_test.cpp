@@ -262,6 +262,32 @@ TEST_F(Frags, Ipv6FragmentsAreReassembled) {
   EXPECT_EQ(s["frags"]["reassembled"], 1);
 }
 
+// A fragmented IP-in-IP datagram whose inner packet is itself a fragment:
+// the stage reassembles the outer datagram and that frame is judged as it is
+// (tunneled, on its outer and inner headers), never offered to the stage
+// again as if it had come off the wire. Every original passes, or drops
+// under an outer-address rule, and nothing is counted twice.
+TEST_F(Frags, AReassembledTunnelCarryingAnInnerFragmentIsJudgedOnce) {
+  const Bytes inner = Packet().ipv4("10.20.0.1", "10.30.0.1").fragment(0, true, 0x99).udp(1000, 2000)
+                          .payload(std::string(200, 'i')).frame();
+  const Bytes inner_ip(inner.begin() + 14, inner.end());
+  const Bytes outer = Packet().ipv4("10.8.0.1", "10.9.0.1").proto(4).payload(inner_ip).frame();
+  const std::vector<Bytes> fr = frag4(outer, cuts(l4_bytes4(outer), {96}), 0x5151);
+  ASSERT_EQ(fr.size(), 2u);
+  auto s = replay(fr, "host blocked.example\n");
+  EXPECT_EQ(passed(), fr);
+  EXPECT_EQ(dropped(), std::vector<Bytes>{});
+  EXPECT_EQ(s["frags"]["reassembled"], 1);
+  EXPECT_EQ(s["frags"]["unsupported"], 0);
+  EXPECT_EQ(s["passed"], 2);
+  EXPECT_EQ(s["dropped"], 0);
+  s = replay(fr, "src 10.8.0.1\n");
+  EXPECT_EQ(passed(), std::vector<Bytes>{});
+  EXPECT_EQ(dropped(), fr);
+  EXPECT_EQ(s["dropped_by_kind"]["src"], 2);
+  EXPECT_EQ(s["dropped"], 2);
+}
+
 // An IPv6 fragment header behind another extension header is not
 // reassembled (rte_ip_frag wants it first): dropped and counted, never
 // judged on the partial transport header.

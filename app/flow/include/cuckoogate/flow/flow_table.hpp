@@ -225,7 +225,7 @@ inline uint32_t match(const uint16_t* sigs, uint16_t sig) noexcept {
 }
 
 // Where a new entry goes if that slot is free: hash bits that neither the
-// bucket index (the low bits, at most 31 of them) nor the signature (the top
+// bucket index (the low bits, at most 28 of them) nor the signature (the top
 // 16) use, so that one can prefetch a flow's entry line before its bucket's
 // header says which slot it is in.
 inline unsigned home_slot(uint64_t h) noexcept { return static_cast<unsigned>(h >> 40) & 7u; }
