@@ -170,6 +170,15 @@ Status JournalWriter::append(std::string_view payload) {
 Status JournalWriter::flush_buffer() {
   if (buf_.empty()) return Status::Ok();
   if (Status s = fsu::write_all(fd_, buf_, path_); !s.ok()) return fail(std::move(s));
+  if (buf_.size() >= kBufferBytes) {
+    // A full buffer means a large batch whose next records are still being
+    // encoded: start writing these pages back now, so that the batch's one
+    // fdatasync() waits for the tail only (a million-rule load's journal
+    // took 62 ms to sync at the end, all of it after the CPU work). A hint:
+    // durability still comes from sync(), and an error here is ignored.
+    (void)::sync_file_range(fd_, static_cast<off_t>(file_bytes_), static_cast<off_t>(buf_.size()),
+                            SYNC_FILE_RANGE_WRITE);
+  }
   file_bytes_ += buf_.size();
   buf_.clear();
   return Status::Ok();
