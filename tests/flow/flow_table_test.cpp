@@ -710,7 +710,9 @@ TEST(FlowTable, NewFlowsTakeTheirHomeSlotWhenFree) {
     ASSERT_NE(r.entry, nullptr);
     const unsigned slot = FlowTableTestAccess::slot_of(*t, r.entry);
     const unsigned home = static_cast<unsigned>(t->hash(p.key) >> 40) & 7u;
-    if (used.count(home) == 0) EXPECT_EQ(slot, home);  // free: taken
+    if (used.count(home) == 0) {
+      EXPECT_EQ(slot, home);  // free: taken
+    }
     at_home += slot == home;
     EXPECT_TRUE(used.insert(slot).second);
   }
