@@ -604,15 +604,6 @@ TEST(FlowTable, BurstWithTheCallersHashesEqualsBurst) {
   EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
 }
 
-// The compact form of an IPv4 key (what the gateway builds for plain frames).
-FlowKeyV4 compact(const FlowKey& k) {
-  FlowKeyV4 c;
-  std::memcpy(&c.a, k.addr_a, 4);
-  std::memcpy(&c.b, k.addr_b, 4);
-  std::memcpy(&c.tail, &k.port_a, 8);
-  return c;
-}
-
 // The inline fast path against track(), with the full key (track_steady)
 // and the compact one (track_steady_v4): where it takes a packet, the table
 // ends exactly as track() leaves it (same entry, direction, state, reply

@@ -121,6 +121,15 @@ inline void expand(const FlowKeyV4& k, FlowKey& key) noexcept {
   std::memcpy(&key.port_a, &k.tail, 8);
 }
 
+// The compact form of an IPv4 key (family 4): expand(compact(k)) == k.
+inline FlowKeyV4 compact(const FlowKey& key) noexcept {
+  FlowKeyV4 k;
+  std::memcpy(&k.a, key.addr_a, 4);
+  std::memcpy(&k.b, key.addr_b, 4);
+  std::memcpy(&k.tail, &key.port_a, 8);  // port_a, port_b, zone, proto, family
+  return k;
+}
+
 // Writes the normalised key of `t` (every byte of `key`, padding included)
 // and returns the side the packet's source is on. A packet whose source and
 // destination are equal (address and port) is on side kA in both directions.

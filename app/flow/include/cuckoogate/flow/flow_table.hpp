@@ -241,13 +241,8 @@ inline uint64_t hash_v4(const FlowKeyV4& k, uint64_t seed) noexcept { return XXH
 
 inline uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
   if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
-  FlowKeyV4 k;
-  std::memcpy(&k.a, key.addr_a, 4);
-  std::memcpy(&k.b, key.addr_b, 4);
-  std::memcpy(&k.tail, &key.port_a, 8);  // port_a, port_b, zone, proto, family
-  return hash_v4(k, seed);
+  return hash_v4(compact(key), seed);
 }
-static_assert(offsetof(FlowKey, family) == offsetof(FlowKey, port_a) + 7);
 
 // Word by word from the keys themselves: copying them into local arrays
 // first made GCC spill one key to the stack on every compare.
