@@ -31,8 +31,9 @@ std::string_view shown_set_name(std::string_view set) { return set.empty() ? std
 
 // Growth: the filter is sized for 90% load (4-slot buckets reach ~95%).
 std::size_t filter_slots_for(std::size_t rules) { return rules + rules / 9 + 64; }
-// A lower bound of lookup-table bytes per rule (filter ~2, exact-set key and
-// data 24): max_memory / this is the most rules the tables can ever hold,
+// A lower bound of lookup-table bytes per rule (filter ~2, the exact set's
+// entries 64/3 when full, ~27 at its 80 % sizing): max_memory / this is the
+// most rules the tables can ever hold (and at most ExactSet::kMaxSlots),
 // so the slot arrays are reserved for that many.
 constexpr std::size_t kMinTableBytesPerRule = 26;
 
@@ -183,7 +184,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->name_ = o.name;
   b->max_memory_ = o.max_memory != 0 ? o.max_memory : kDefaultMaxMemory;
   b->max_slots_ = std::min<std::size_t>(std::max(o.capacity, b->max_memory_ / kMinTableBytesPerRule),
-                                        UINT32_MAX);
+                                        ExactSet::kMaxSlots);
   if (!b->grow_tables(o.capacity, /*copy=*/false)) {
     *err = b->last_error_;
     return nullptr;
