@@ -1,12 +1,16 @@
 // libFuzzer target for the rule parser. Beyond "no crash, no UB", it checks
+// parse_address's IPv4 reader against inet_pton, and
 // the round trip on every rule that parses: parse(format(r)) == r with the
 // same key encoding, the listing-order key inverts (rule_from_order_key,
 // also fed the raw bytes) and gives the rule's key (rule_key_of_order_key), and that a file with errors applies nothing unless
 // skip_bad was asked for. For CIDR prefix rules: the length is shorter than
 // the address, no host bit is set, the key inverts, and every address inside
 // the prefix (here: the network with all host bits set) probes to the key.
+#include <arpa/inet.h>
+
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -53,6 +57,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // ... and rule_key_of_order_key refuses it too, or gives that rule's lookup key.
   std::string lookup;
   if (cg::rule_key_of_order_key(text, &lookup) != k.has_value() || (k && lookup != cg::rule_key(*k))) std::abort();
+  // parse_address's own IPv4 reader against inet_pton (text without ':' or
+  // NUL, which inet_pton would stop at).
+  if (text.size() < 46 && text.find(':') == std::string_view::npos && text.find('\0') == std::string_view::npos) {
+    const std::string z(text);
+    uint8_t want[4];
+    const bool ok = inet_pton(AF_INET, z.c_str(), want) == 1;
+    const auto got = cg::parse_address(text);
+    if (got.has_value() != ok || (ok && (got->family != 4 || std::memcmp(got->bytes.data(), want, 4) != 0))) std::abort();
+  }
   // A single line through parse_rule with an arbitrary line number.
   const cg::RuleParse one = cg::parse_rule(text.substr(0, text.find('\n')), 42);
   if (!one.rule && one.error.line != 42) std::abort();

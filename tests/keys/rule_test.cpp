@@ -1,7 +1,9 @@
 // The rule language: canonical forms, round trips, errors, files, encodings.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 #include "cuckoogate/keys/rule.hpp"
@@ -300,6 +302,41 @@ TEST(RuleOrderKey, SortsKindThenAddressesNumericallyThenNamesByLabel) {
   std::set<std::string> order_keys;
   for (const std::string& r : listed) order_keys.insert(rule_order_key(rule(r)));
   EXPECT_EQ(order_keys.size(), listed.size()) << "order keys must be unique per rule";
+}
+
+// parse_address reads IPv4 text itself (no inet_pton call per address of a
+// bulk load): it must accept exactly what inet_pton(AF_INET) accepts, with
+// the same bytes. Checked on edge cases and on random strings over digits
+// and dots. (One difference on purpose: a NUL byte inside the text is
+// refused, IPv6 too; inet_pton stopped there and took the address before it,
+// so "src 10.0.0.1<NUL>x" was the rule "src 10.0.0.1".)
+TEST(ParseAddress, Ipv4AcceptsExactlyWhatInetPtonAccepts) {
+  const auto same = [](const std::string& t) {
+    uint8_t want[4] = {};
+    const bool ok = inet_pton(AF_INET, t.c_str(), want) == 1;
+    const std::optional<IpAddr> got = parse_address(t);
+    ASSERT_EQ(got.has_value(), ok) << "'" << t << "'";
+    if (ok) {
+      ASSERT_EQ(got->family, 4) << t;
+      for (int i = 0; i < 4; ++i) ASSERT_EQ(got->bytes[i], want[i]) << t;
+      for (int i = 4; i < 16; ++i) ASSERT_EQ(got->bytes[i], 0) << t;
+    }
+  };
+  for (const char* t : {"0.0.0.0", "255.255.255.255", "10.1.2.3", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.256",
+                        "01.2.3.4", "1.2.3.04", "1.2.3.00", "0.0.0.00", "1..2.3", ".1.2.3", "1.2.3.", "1.2.3.4.",
+                        "1000.1.1.1", "1.2.3.4 ", " 1.2.3.4", "1.2.3.4x", "+1.2.3.4", "1.2.3.-4", "0x1.2.3.4",
+                        "999", "1.2.3.4/8", "a.b.c.d", "4294967295", "1.2.3.255", "1.2.3.2550"})
+    same(t);
+  std::mt19937 rng(7);
+  const std::string alphabet = "0123456789.....0125x";
+  for (int n = 0; n < 200000; ++n) {
+    std::string t(1 + rng() % 16, '0');
+    for (char& c : t) c = alphabet[rng() % alphabet.size()];
+    same(t);
+  }
+  EXPECT_FALSE(parse_address(std::string_view("1.2.3.4\0", 8)));
+  EXPECT_FALSE(parse_address(std::string_view("::1\0", 4)));
+  EXPECT_FALSE(parse_rule(std::string_view("src 10.0.0.1\0x", 15)).rule);
 }
 
 }  // namespace
