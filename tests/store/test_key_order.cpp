@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,19 @@ TEST(KeyOrder, ZeroPaddingAndPrefixesOrderLikeTheBytes) {
 TEST(KeyOrder, EmptyAndSingle) {
   EXPECT_TRUE(sorted({}).empty());
   EXPECT_EQ(sorted({"x"}), std::vector<std::uint32_t>{0});
+}
+
+// Positions share a 32-bit word with the tail (12-byte items): more than
+// kMaxKeys keys are refused before any key is read.
+TEST(KeyOrder, RefusesMoreKeysThanPositionsHold) {
+  bool read = false;
+  EXPECT_THROW(KeyOrder(KeyOrder::kMaxKeys + 1,
+                        [&](std::size_t) {
+                          read = true;
+                          return std::string_view("x");
+                        }),
+               std::length_error);
+  EXPECT_FALSE(read);
 }
 
 // Keys like a feed's: long shared prefixes (host and url rules), binary
