@@ -777,7 +777,11 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
       const std::string_view key = key_at(j);
       const auto kind = static_cast<RuleKind>(key[0]);
       std::optional<Rule> prefix;
-      if (kind == RuleKind::kSrc || kind == RuleKind::kDst || kind == RuleKind::kIp) {
+      // Only a prefix's order key has a byte after [kind][family][address]
+      // (append_rule_order_key): the address rules, 3 of 7 in a mixed feed,
+      // are not decoded into a Rule just to find that out.
+      if ((kind == RuleKind::kSrc || kind == RuleKind::kDst || kind == RuleKind::kIp) &&
+          key.size() > 2 + (key[1] == 4 ? 4u : 16u)) {
         prefix = rule_from_order_key(key);  // an address: no name to build
         if (prefix && !prefix->prefix_len) prefix.reset();
       }
