@@ -183,6 +183,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->qsv_ = o.qsv;
   b->name_ = o.name;
   b->max_memory_ = o.max_memory != 0 ? o.max_memory : kDefaultMaxMemory;
+  b->kind_keyed_addresses_ = o.kind_keyed_addresses;
   b->max_slots_ = std::min<std::size_t>(std::max(o.capacity, b->max_memory_ / kMinTableBytesPerRule),
                                         ExactSet::kMaxSlots);
   if (!b->grow_tables(o.capacity, /*copy=*/false)) {
@@ -309,10 +310,12 @@ void Blocklist::release_slot(uint32_t slot) {
   removed_at_[slot].store(generation_.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
-Blocklist::Keys Blocklist::keys_of(const Rule& r) { return keys_of_key(rule_key(r)); }
+Blocklist::Keys Blocklist::keys_of(const Rule& r) const { return keys_of_key(rule_key(r)); }
 
-Blocklist::Keys Blocklist::keys_of_key(std::string_view key) {
-  return {key_hash(key.data(), key.size()), key_hash128(key.data(), key.size())};
+Blocklist::Keys Blocklist::keys_of_key(std::string_view key) const {
+  uint64_t h = key_hash(key.data(), key.size());
+  if (kind_keyed_addresses_) h = kind_keyed_hash(h, static_cast<RuleKind>(key[0]));
+  return {h, key_hash128(key.data(), key.size())};
 }
 
 void Blocklist::count_kind(RuleKind k, int delta) {

@@ -59,6 +59,11 @@ class Blocklist {
     std::string state_dir;            // durable state; empty = in memory only
     bool salvage = false;             // start despite damaged state (keep the valid part)
     store::RuleStore::Clock clock;    // ms since the epoch; empty = system clock
+    // Pure-filter mode (the workers do not verify hits): each address kind
+    // gets its own filter entry (kind_keyed_hash). With verify, the src, dst
+    // and ip rules of one address share a filter hash and the exact set
+    // tells them apart (docs/rules.md, "Key encoding").
+    bool kind_keyed_addresses = false;
   };
   // Opens (and with a state directory, restores) the blocklist. nullptr and
   // *err on failure; *notes gets one line per recovery event worth logging.
@@ -293,8 +298,8 @@ class Blocklist {
 
  private:
   struct Keys { uint64_t hash; Key128 key; };
-  static Keys keys_of(const Rule& r);
-  static Keys keys_of_key(std::string_view lookup_key);  // of a rule_key
+  Keys keys_of(const Rule& r) const;
+  Keys keys_of_key(std::string_view lookup_key) const;  // of a rule_key
   Blocklist() = default;
   // filter + exact set (+ kind mask); false: full. pend: r stays valid until
   // the store has it (pending_); else the caller tracks it in pending_keys_.
@@ -340,6 +345,7 @@ class Blocklist {
   int socket_ = 0;
   std::string name_;
   std::size_t max_memory_ = 0, max_slots_ = 0, initial_capacity_ = 0;
+  bool kind_keyed_addresses_ = false;  // Options::kind_keyed_addresses
   uint64_t growths_ = 0;
   mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
   unsigned table_seq_ = 0;  // names of rte_hash objects must be unique

@@ -526,6 +526,77 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   stop(cfg_.inspect_overflow_drop ? kQuicDropped : kQuicDone);
 }
 
+// Adds packet i's keys of the kinds that have rules to the burst's bulk
+// lookup (s.hashes, from index nk); returns the new count. With verify, the
+// src, dst and ip keys of one address share a filter hash (key_hash): only
+// the first of them is probed, and confirm_hit() checks them all. Without,
+// each address kind has its own filter entry (kind_keyed_hash).
+std::size_t Worker::gather_keys(uint16_t i, uint32_t kinds, std::size_t nk) {
+  WorkerScratch& s = *s_;
+  const PacketKeys& pk = s.keys[i];
+  for (unsigned k = 0; k < pk.n; ++k) {
+    const PacketKey& key = pk.key[k];
+    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0) continue;
+    uint64_t h = key.hash;
+    if (is_address_kind(key.kind)) {
+      if (!cfg_.verify) {
+        h = kind_keyed_hash(h, key.kind);
+      } else if (same_address_before(pk, k, kinds)) {
+        continue;  // probed with an earlier key of this address
+      }
+    }
+    s.hashes[nk] = h;
+    s.owner[nk] = i;
+    s.slot[nk] = static_cast<uint16_t>(k);
+    ++nk;
+  }
+  return nk;
+}
+
+// Is there an address key before key k of pk, of a kind with rules, with
+// k's hash? (Address keys come first: at most 7 to look at.)
+bool Worker::same_address_before(const PacketKeys& pk, unsigned k, uint32_t kinds) {
+  for (unsigned q = 0; q < k; ++q) {
+    const PacketKey& e = pk.key[q];
+    if (!is_address_kind(e.kind)) break;
+    if (e.hash == pk.key[k].hash && ((kinds >> static_cast<unsigned>(e.kind)) & 1u) != 0) return true;
+  }
+  return false;
+}
+
+// A filter hit for key k of packet i: confirmed against the exact set (with
+// verify), together with the later keys of the same address the probe stood
+// for; the smallest confirmed kind joins s.hit[i]. Returns 1 if the hit was
+// confirmed (0: a filter false positive, or another kind's rule of this
+// address), so filter_hits - confirmed_hits stays the false positives avoided.
+unsigned Worker::confirm_hit(uint16_t i, unsigned k, uint32_t kinds) {
+  WorkerScratch& s = *s_;
+  const PacketKeys& pk = s.keys[i];
+  RuleHit& h = s.hit[i];
+  if (!cfg_.verify) {
+    const auto kv = static_cast<uint8_t>(pk.key[k].kind);
+    if (h.kind == 0 || kv < h.kind) h = {kv, 0};
+    return 1;
+  }
+  const uint64_t hash = pk.key[k].hash;
+  const bool address = is_address_kind(pk.key[k].kind);
+  unsigned found = 0;
+  for (unsigned q = k; q < pk.n; ++q) {
+    const PacketKey& key = pk.key[q];
+    if (q != k) {
+      if (!address || !is_address_kind(key.kind)) break;
+      if (key.hash != hash || ((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0) continue;
+    }
+    RuleKind kind = key.kind;
+    uint32_t rule = 0;
+    if (!burst_.exact->contains(key_hash128(pk.key_bytes(q), key.len), &kind, &rule)) continue;
+    found = 1;
+    const auto kv = static_cast<uint8_t>(kind);
+    if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+  }
+  return found;
+}
+
 // Decides a burst: packets of flows with a current verdict take it; the rest
 // are classified, looked up in one bulk filter lookup and confirmed against
 // the exact set, and their flows remember the verdict. Fills pass[]
@@ -596,38 +667,19 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     } else {
       classify_meta(frame, m, s.keys[i]);
     }
-    const PacketKeys& pk = s.keys[i];
-    for (unsigned k = 0; k < pk.n; ++k) {
-      if (((kinds >> static_cast<unsigned>(pk.key[k].kind)) & 1u) == 0) continue;
-      s.hashes[nk] = pk.key[k].hash;
-      s.owner[nk] = i;
-      s.slot[nk] = static_cast<uint16_t>(k);
-      ++nk;
-    }
+    nk = gather_keys(i, kinds, nk);
   }
   // 2. One bulk filter lookup; hits confirmed against the exact set.
   LookupStats ls;
   if (nk != 0) burst_.filter->contains_bulk(s.hashes, nk, s.hit_mask, &ls);
   uint64_t hits = 0, confirmed = 0;
-  const ExactSet& exact = *burst_.exact;
   for (std::size_t w = 0; w < (nk + 63) / 64; ++w) {
     uint64_t bits = s.hit_mask[w];
     while (bits != 0) {
       const std::size_t j = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
       bits &= bits - 1;
       ++hits;
-      const PacketKeys& pk = s.keys[s.owner[j]];
-      const PacketKey& key = pk.key[s.slot[j]];
-      RuleKind kind = key.kind;
-      uint32_t rule = 0;
-      if (cfg_.verify) {
-        const Key128 k128 = key_hash128(pk.key_bytes(s.slot[j]), key.len);
-        if (!exact.contains(k128, &kind, &rule)) continue;  // a filter false positive: no drop
-      }
-      ++confirmed;
-      RuleHit& h = s.hit[s.owner[j]];
-      const auto kv = static_cast<uint8_t>(kind);
-      if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+      confirmed += confirm_hit(s.owner[j], s.slot[j], kinds);
     }
   }
   // 2b. CIDR prefix rules (dataplane/prefix.cpp): one bulk probe of the

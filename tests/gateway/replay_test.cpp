@@ -283,6 +283,52 @@ TEST_F(Replay, PureFilterModeDropsOnFilterHits) {
   EXPECT_EQ(j["false_positives_avoided"], 0);
 }
 
+// With verify, the src, dst and ip keys of one address share one filter
+// probe (key_hash leaves the kind out) and the exact set tells the kinds
+// apart; without, each kind has its own filter entry. Either way a rule of
+// one kind neither matches another kind's key of its address nor hides it.
+TEST_F(Replay, AddressRulesOfOneAddressAreToldApartByKind) {
+  const std::string rules = write_file("addr.rules",
+                                       "dst 192.0.2.50\n"
+                                       "src 192.0.2.99\n"   // makes src keys probed: only ip matches below
+                                       "ip 198.51.100.60\n"
+                                       "src 203.0.113.70\nip 203.0.113.70\n"
+                                       "ip 2001:db8::60\nsrc 2001:db8::99\n");
+  const std::vector<Case> v = {
+      {"from a dst-only address", Packet().ipv4("192.0.2.50", "10.1.1.1").udp(1, 2).frame(), ""},
+      {"to a dst-only address", Packet().ipv4("10.1.1.1", "192.0.2.50").udp(1, 2).frame(), "dst"},
+      {"to itself, dst rule", Packet().ipv4("192.0.2.50", "192.0.2.50").udp(1, 2).frame(), "dst"},
+      {"ip behind a probed src key", Packet().ipv4("198.51.100.60", "10.1.1.1").udp(1, 2).frame(), "ip"},
+      {"ip as dst", Packet().ipv4("10.1.1.1", "198.51.100.60").tcp(1, 2).frame(), "ip"},
+      {"src and ip rules: src, the smaller kind", Packet().ipv4("203.0.113.70", "10.1.1.1").udp(1, 2).frame(), "src"},
+      {"src and ip rules, as dst: ip", Packet().ipv4("10.1.1.1", "203.0.113.70").udp(1, 2).frame(), "ip"},
+      {"v6 ip behind a probed src key", Packet().ipv6("2001:db8::60", "2001:db8::1").udp(1, 2).frame(), "ip"},
+      {"v6 unrelated", Packet().ipv6("2001:db8::61", "2001:db8::1").udp(1, 2).frame(), ""},
+  };
+  std::vector<Bytes> in, want_pass;
+  std::map<std::string, int> want_kind;
+  for (const Case& c : v) {
+    in.push_back(c.frame);
+    if (c.drop_kind.empty()) {
+      want_pass.push_back(c.frame);
+    } else {
+      ++want_kind[c.drop_kind];
+    }
+  }
+  write_pcap(path("in.pcap"), in);
+  for (const char* mode : {"--verify", "--no-verify"}) {
+    SCOPED_TRACE(mode);
+    const Result r = run({GatewayEnv::gateway(), "replay", mode, "--rules", rules, "--in", path("in.pcap"),
+                          "--out", path("pass.pcap"), "--stats-json", path("s.json")},
+                         GatewayEnv::dir());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_pcap(path("pass.pcap")), want_pass);
+    const auto j = read_json(path("s.json"));
+    for (const char* kind : {"src", "dst", "ip"})
+      EXPECT_EQ(j["dropped_by_kind"][kind], want_kind[kind]) << kind;
+  }
+}
+
 TEST_F(Replay, BadRuleFileIsRejectedWithLineAndColumnAndNothingRuns) {
   write_pcap(path("in.pcap"), {Packet().ipv4("10.1.1.1", "10.1.1.2").udp(1, 2).frame()});
   const std::string rules = write_file("bad.rules", "src 192.0.2.7\n# fine\nsrc 300.1.1.1\n");

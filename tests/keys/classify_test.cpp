@@ -715,6 +715,57 @@ TEST(ClassifyKeys, EncodingsEqualRuleKeysOfMatchingRules) {
   }
 }
 
+// key_hash() of an address key leaves its kind out: src, dst and ip of one
+// address are one filter probe (the exact set tells them apart); nothing
+// else shares a hash, and kind_keyed_hash() parts the kinds again for
+// pure-filter mode.
+TEST(ClassifyKeys, AddressKeysOfOneAddressShareTheirHashAndNothingElseDoes) {
+  auto hash_of = [](const char* text) {
+    const RuleParse p = parse_rule(text);
+    EXPECT_TRUE(p.rule.has_value()) << text;
+    const std::string k = p.rule ? rule_key(*p.rule) : std::string();
+    return key_hash(k.data(), k.size());
+  };
+  for (const char* a : {"192.0.2.7", "2001:db8::7"}) {
+    SCOPED_TRACE(a);
+    const std::string s = a;
+    const uint64_t h = hash_of(("src " + s).c_str());
+    EXPECT_EQ(hash_of(("dst " + s).c_str()), h);
+    EXPECT_EQ(hash_of(("ip " + s).c_str()), h);
+    EXPECT_NE(hash_of("src 192.0.2.8"), h);
+    EXPECT_NE(hash_of(("src " + s).c_str()), hash_of("src 198.51.100.0"));
+    const uint64_t src = kind_keyed_hash(h, RuleKind::kSrc), dst = kind_keyed_hash(h, RuleKind::kDst),
+                   ip = kind_keyed_hash(h, RuleKind::kIp);
+    EXPECT_NE(src, dst);
+    EXPECT_NE(src, ip);
+    EXPECT_NE(dst, ip);
+    // The 12-bit fingerprints (the hash's top bits) differ too.
+    EXPECT_NE(src >> 52, dst >> 52);
+    EXPECT_NE(src >> 52, ip >> 52);
+    EXPECT_NE(dst >> 52, ip >> 52);
+  }
+  // A prefix key is hashed whole: not the hash of its network address.
+  EXPECT_NE(hash_of("src 192.0.2.0/24"), hash_of("src 192.0.2.0"));
+  EXPECT_NE(hash_of("src 192.0.2.0/24"), hash_of("dst 192.0.2.0/24"));
+  EXPECT_NE(hash_of("ip 2001:db8::/64"), hash_of("ip 2001:db8::"));
+  const uint64_t host = hash_of("host example.org");
+  EXPECT_EQ(kind_keyed_hash(host, RuleKind::kHost), host);
+  // In a packet: ip (src) and ip (dst) carry src's and dst's hash.
+  const auto c = classify_frame(Packet().ipv4("192.0.2.7", "203.0.113.5").tcp(33000, 443).frame());
+  ASSERT_EQ(c.keys->n, 6u);
+  uint64_t by_kind[8] = {};
+  for (unsigned i = 0; i < c.keys->n; ++i) {
+    const PacketKey& k = c.keys->key[i];
+    if (k.kind == RuleKind::kIp) {
+      EXPECT_TRUE(k.hash == by_kind[static_cast<unsigned>(RuleKind::kSrc)] ||
+                  k.hash == by_kind[static_cast<unsigned>(RuleKind::kDst)]);
+    } else {
+      by_kind[static_cast<unsigned>(k.kind)] = k.hash;
+    }
+  }
+  EXPECT_NE(by_kind[static_cast<unsigned>(RuleKind::kSrc)], by_kind[static_cast<unsigned>(RuleKind::kDst)]);
+}
+
 }  // namespace
 }  // namespace cg
 

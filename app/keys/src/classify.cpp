@@ -61,13 +61,31 @@ class Emitter {
     k.kind = kind;
   }
 
-  // Publishes the key count and fills in every hash; call once, last.
+  // An ip key of the address the key `same` (src or dst, just emitted) has:
+  // its hash is that key's (key_hash() of an address key leaves the kind
+  // out), copied instead of computed again.
+  void commit_same_address(RuleKind kind, std::size_t len, unsigned same) noexcept {
+    if (n_ < kAliased) alias_[n_] = static_cast<uint8_t>(same + 1);
+    commit(kind, len);
+  }
+
+  // Publishes the key count and fills in every hash (key_hash()); call once, last.
   void hash_all() noexcept {
     out_.n = n_;
     for (unsigned i = 0; i < n_; ++i) {
-      out_.key[i].hash = XXH3_64bits(out_.bytes + out_.key[i].offset, out_.key[i].len);
+      PacketKey& k = out_.key[i];
+      const uint8_t* p = out_.bytes + k.offset;
+      if (i < kAliased && alias_[i] != 0) {
+        k.hash = out_.key[alias_[i] - 1].hash;
+      } else if (is_address_kind(k.kind)) {
+        k.hash = detail::address_hash(p + 1, k.len - 1u);
+      } else {
+        k.hash = XXH3_64bits(p, k.len);
+      }
     }
   }
+
+  unsigned size() const noexcept { return n_; }
 
   // Host keys for a name (not lower-cased; trailing dot already dropped):
   // the name and every parent domain, all sharing one encoding.
@@ -138,6 +156,10 @@ class Emitter {
   // out_.n as far as the compiler knows, which would force a reload per key.
   unsigned n_ = 0;
   std::size_t used_ = 0;
+  // The address keys come first (two packets' worth when tunneled): key i's
+  // hash is key alias_[i] - 1's when nonzero.
+  static constexpr unsigned kAliased = 8;
+  uint8_t alias_[kAliased] = {};
 };
 
 void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
@@ -201,10 +223,11 @@ void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em, bool& malforme
 }
 
 void addresses(uint8_t family, const uint8_t* src, const uint8_t* dst, Emitter& em) noexcept {
+  const unsigned first = em.size();
   em.commit(RuleKind::kSrc, detail::encode_addr_key(em.cursor(), RuleKind::kSrc, family, src));
   em.commit(RuleKind::kDst, detail::encode_addr_key(em.cursor(), RuleKind::kDst, family, dst));
-  em.commit(RuleKind::kIp, detail::encode_addr_key(em.cursor(), RuleKind::kIp, family, src));
-  em.commit(RuleKind::kIp, detail::encode_addr_key(em.cursor(), RuleKind::kIp, family, dst));
+  em.commit_same_address(RuleKind::kIp, detail::encode_addr_key(em.cursor(), RuleKind::kIp, family, src), first);
+  em.commit_same_address(RuleKind::kIp, detail::encode_addr_key(em.cursor(), RuleKind::kIp, family, dst), first + 1);
 }
 
 inline uint32_t rd32(const uint8_t* p) noexcept {

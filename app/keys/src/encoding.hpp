@@ -11,6 +11,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include <xxhash.h>
 
 #include "cuckoogate/keys/rule.hpp"
 
@@ -167,6 +168,14 @@ inline std::size_t encode_addr_key(uint8_t* out, RuleKind kind, uint8_t family,
   out[1] = family;
   put_addr(out + 2, family, addr);
   return 2 + n;
+}
+
+// key_hash() of an address key, from its bytes after the kind ([family]
+// [address], n = 5 or 17): one value for the src, dst and ip keys of one
+// address. Its own seed keeps it apart from whole-encoding hashes.
+inline constexpr uint64_t kAddressSeed = 0x61646472'6b657973ULL;  // "addrkeys"
+inline uint64_t address_hash(const uint8_t* family_addr, std::size_t n) noexcept {
+  return XXH3_64bits_withSeed(family_addr, n, kAddressSeed);
 }
 
 // [1][family][proto][src][sport be16][dst][dport be16]

@@ -157,9 +157,28 @@ inline constexpr uint8_t kPrefixFamilyBit = 0x80;
 std::size_t encode_prefix_key(uint8_t* out, RuleKind kind, uint8_t family, const uint8_t* addr,
                               unsigned len) noexcept;
 
-// XXH3_64bits (seed 0) of a key encoding; the kind is folded in through the
-// encoding's first byte. Same value on rule insertion and packet lookup.
+// The filter hash of a key encoding, the same on rule insertion and packet
+// lookup. For an address key (src, dst or ip of one address: [kind][4|6]
+// [address]) it is the hash of the address alone, bytes 1.., with its own
+// seed: a packet's src, dst and ip keys of one address share one filter
+// entry's place and fingerprint, so one probe answers for all three and the
+// exact set (key_hash128, over the whole encoding) tells the kinds apart
+// (docs/rules.md, "Key encoding"). Every other encoding, prefix keys
+// included, is hashed whole (XXH3_64bits, seed 0): its kind is folded in
+// through the first byte.
 uint64_t key_hash(const void* data, std::size_t len) noexcept;
+
+inline constexpr bool is_address_kind(RuleKind k) noexcept {
+  return k == RuleKind::kSrc || k == RuleKind::kDst || k == RuleKind::kIp;
+}
+// Where there is no exact set to tell the kinds apart (pure-filter mode, no
+// verify), each address kind gets its own filter entry: key_hash() XOR a
+// constant of the kind (distinct place and fingerprint; a bijection, so the
+// hashes stay uniform). Identity for every other kind.
+inline uint64_t kind_keyed_hash(uint64_t h, RuleKind k) noexcept {
+  constexpr uint64_t kSalt[] = {0x8f14e45fceea167aULL, 0x3c59dc048e885024ULL, 0xd2d2d2b5a4f5c3e1ULL};
+  return is_address_kind(k) ? h ^ kSalt[static_cast<unsigned>(k) - static_cast<unsigned>(RuleKind::kSrc)] : h;
+}
 
 struct Key128 {
   uint64_t lo, hi;
