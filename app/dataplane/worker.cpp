@@ -247,7 +247,14 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
       s.lane[nf] = {pf.payload_len, pf.dport, pf.proto, pf.tcp_flags, side, false, true};
       s.parsed[i] = false;
       s.fh[nf] = flows_->hash_v4(k);
-      flows_->prefetch(s.fh[nf]);
+      // A bare SYN seldom has an entry (a new connection; bare SYNs make
+      // none): its lookup ends at the header's signatures, so the home
+      // entry's line would be loaded for nothing.
+      if (pf.proto == kProtoTcp && (pf.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) == flow::kTcpSyn) {
+        flows_->prefetch_header(s.fh[nf]);
+      } else {
+        flows_->prefetch(s.fh[nf]);
+      }
       s.flow[i] = static_cast<int16_t>(nf++);
       pkts[i++] = mb;
       continue;

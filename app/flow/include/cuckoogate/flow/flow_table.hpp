@@ -325,6 +325,9 @@ class alignas(64) FlowTable {
   // Prefetches the bucket header of a hash and its home slot's entry (for
   // callers that pipeline): both lines of a flow that sits at home.
   inline void prefetch(uint64_t hash) const noexcept;
+  // Only the bucket header: for a packet that seldom has an entry (a bare
+  // SYN), whose lookup ends at the signatures.
+  inline void prefetch_header(uint64_t hash) const noexcept;
   // Once that header is in: prefetches the entry whose signature matches
   // (the line track_steady() and track() compare the key with), if any,
   // wherever it sits.
@@ -416,6 +419,8 @@ void FlowTable::prefetch(uint64_t hash) const noexcept {
   __builtin_prefetch(&b, 1, 3);
   __builtin_prefetch(&b.entry[detail::home_slot(hash)], 1, 3);
 }
+
+void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefetch(&buckets_[hash & mask_], 1, 3); }
 
 void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
   const Bucket& b = buckets_[hash & mask_];
