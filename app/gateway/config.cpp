@@ -398,8 +398,8 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
       }
       c.drop_malformed = *s == "drop";
     }
-    // rte_hash holds at most 2^30 entries and the exact set asks for capacity * 1.25.
-    if (!integer(*g, "capacity", std::size_t{1}, std::size_t{858993459}, c.capacity, w, err)) return false;
+    // The exact set stores a rule's hit-counter slot in 29 bits (ExactSet::kMaxSlots).
+    if (!integer(*g, "capacity", std::size_t{1}, std::size_t{536870912}, c.capacity, w, err)) return false;
     if (!memory_size(*g, "max_memory", c.max_memory, w, err)) return false;
     if (!integer(*g, "rx_desc", uint16_t{64}, uint16_t{32768}, c.rx_desc, w, err)) return false;
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!err.empty()) std::abort();
   if (c.workers && (*c.workers < 1 || *c.workers > 128)) std::abort();
-  if (c.capacity < 1 || c.capacity > 858993459) std::abort();
+  if (c.capacity < 1 || c.capacity > 536870912) std::abort();
   for (uint16_t d : {c.rx_desc, c.tx_desc})
     if (d < 64 || d > 32768) std::abort();
   if (!c_safe(c.ctl) || !c_safe(c.state_dir)) std::abort();

@@ -42,6 +42,13 @@ TEST(Config, ShippedNicExampleParses) {
   EXPECT_EQ(c.rx_desc, 2048);
 }
 
+TEST(Config, CapacityUpTo2To29) {
+  GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(load_config(write("[gateway]\ncapacity = 536870912\n"), c, &err)) << err;
+  EXPECT_EQ(c.capacity, 536870912u);
+}
+
 TEST(Config, EmptyFileGivesDefaults) {
   GatewayConfig c;
   std::string err;
@@ -78,6 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Bad{"[gateway]\nworkerz = 2\n", "unknown key 'workerz'"},
                     Bad{"[gateway]\nworkers = 0\n", "gateway.workers"},
                     Bad{"[gateway]\nworkers = \"two\"\n", "gateway.workers"},
+                    // The exact set keeps a rule's hit-counter slot in 29 bits.
+                    Bad{"[gateway]\ncapacity = 536870913\n", "gateway.capacity"},
                     Bad{"[gateway]\nverify = 1\n", "verify"},
                     Bad{"[gateway]\nmalformed = \"maybe\"\n", "malformed"},
                     Bad{"[gateway]\nrules = \"one.rules\"\n", "rules"},
