@@ -348,7 +348,7 @@ class Blocklist {
   bool kind_keyed_addresses_ = false;  // Options::kind_keyed_addresses
   uint64_t growths_ = 0;
   mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
-  unsigned table_seq_ = 0;  // names of rte_hash objects must be unique
+  unsigned table_seq_ = 0;  // distinct names for the exact sets' EAL allocations
   double last_growth_ms_ = 0;
   bool restoring_ = false;                 // create(): the store is ahead of the tables
   std::vector<const Rule*> pending_;       // inserted here, not in the store yet (apply, add_batch)
