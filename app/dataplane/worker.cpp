@@ -534,23 +534,23 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
 }
 
 // Adds packet i's keys of the kinds that have rules to the burst's bulk
-// lookup (s.hashes, from index nk); returns the new count. With verify, the
-// src, dst and ip keys of one address share a filter hash (key_hash): only
-// the first of them is probed, and confirm_hit() checks them all. Without,
-// each address kind has its own filter entry (kind_keyed_hash).
-std::size_t Worker::gather_keys(uint16_t i, uint32_t kinds, std::size_t nk) {
+// lookup (s.hashes, from index nk); returns the new count. With verify, an
+// ip key shares its filter hash with the src or dst key of its address
+// (PacketKey::same): it is probed only if that key's kind has no rules, and
+// confirm_hit() checks it on that key's hit. Without, each address kind has
+// its own filter entry (kind_keyed_hash).
+[[gnu::always_inline]] inline std::size_t Worker::gather_keys(uint16_t i, uint32_t kinds, std::size_t nk) {
   WorkerScratch& s = *s_;
   const PacketKeys& pk = s.keys[i];
+  const auto has_rules = [kinds](RuleKind k) { return ((kinds >> static_cast<unsigned>(k)) & 1u) != 0; };
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
-    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0) continue;
+    if (!has_rules(key.kind)) continue;
     uint64_t h = key.hash;
-    if (is_address_kind(key.kind)) {
-      if (!cfg_.verify) {
-        h = kind_keyed_hash(h, key.kind);
-      } else if (same_address_before(pk, k, kinds)) {
-        continue;  // probed with an earlier key of this address
-      }
+    if (!cfg_.verify) {
+      h = kind_keyed_hash(h, key.kind);
+    } else if (key.same != 0 && has_rules(pk.key[key.same - 1].kind)) {
+      continue;  // probed with the src or dst key of its address
     }
     s.hashes[nk] = h;
     s.owner[nk] = i;
@@ -560,20 +560,9 @@ std::size_t Worker::gather_keys(uint16_t i, uint32_t kinds, std::size_t nk) {
   return nk;
 }
 
-// Is there an address key before key k of pk, of a kind with rules, with
-// k's hash? (Address keys come first: at most 7 to look at.)
-bool Worker::same_address_before(const PacketKeys& pk, unsigned k, uint32_t kinds) {
-  for (unsigned q = 0; q < k; ++q) {
-    const PacketKey& e = pk.key[q];
-    if (!is_address_kind(e.kind)) break;
-    if (e.hash == pk.key[k].hash && ((kinds >> static_cast<unsigned>(e.kind)) & 1u) != 0) return true;
-  }
-  return false;
-}
-
 // A filter hit for key k of packet i: confirmed against the exact set (with
-// verify), together with the later keys of the same address the probe stood
-// for; the smallest confirmed kind joins s.hit[i]. Returns 1 if the hit was
+// verify), together with the ip key the probe stood for (PacketKey::same);
+// the smallest confirmed kind joins s.hit[i]. Returns 1 if the hit was
 // confirmed (0: a filter false positive, or another kind's rule of this
 // address), so filter_hits - confirmed_hits stays the false positives avoided.
 unsigned Worker::confirm_hit(uint16_t i, unsigned k, uint32_t kinds) {
@@ -585,21 +574,20 @@ unsigned Worker::confirm_hit(uint16_t i, unsigned k, uint32_t kinds) {
     if (h.kind == 0 || kv < h.kind) h = {kv, 0};
     return 1;
   }
-  const uint64_t hash = pk.key[k].hash;
-  const bool address = is_address_kind(pk.key[k].kind);
   unsigned found = 0;
-  for (unsigned q = k; q < pk.n; ++q) {
+  auto confirm = [&](unsigned q) {
     const PacketKey& key = pk.key[q];
-    if (q != k) {
-      if (!address || !is_address_kind(key.kind)) break;
-      if (key.hash != hash || ((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0) continue;
-    }
     RuleKind kind = key.kind;
     uint32_t rule = 0;
-    if (!burst_.exact->contains(key_hash128(pk.key_bytes(q), key.len), &kind, &rule)) continue;
+    if (!burst_.exact->contains(key_hash128(pk.key_bytes(q), key.len), &kind, &rule)) return;
     found = 1;
     const auto kv = static_cast<uint8_t>(kind);
     if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+  };
+  confirm(k);
+  if (is_address_kind(pk.key[k].kind)) {  // the ip keys come after src and dst
+    for (unsigned q = k + 1; q < pk.n && is_address_kind(pk.key[q].kind); ++q)
+      if (pk.key[q].same == k + 1 && ((kinds >> static_cast<unsigned>(pk.key[q].kind)) & 1u) != 0) confirm(q);
   }
   return found;
 }

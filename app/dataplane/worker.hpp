@@ -130,7 +130,6 @@ class Worker {
   void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
   bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);
-  static bool same_address_before(const PacketKeys& pk, unsigned k, uint32_t kinds);
   unsigned confirm_hit(uint16_t i, unsigned k, uint32_t kinds);
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);

@@ -759,7 +759,15 @@ TEST(ClassifyKeys, AddressKeysOfOneAddressShareTheirHashAndNothingElseDoes) {
     if (k.kind == RuleKind::kIp) {
       EXPECT_TRUE(k.hash == by_kind[static_cast<unsigned>(RuleKind::kSrc)] ||
                   k.hash == by_kind[static_cast<unsigned>(RuleKind::kDst)]);
+      // `same` names the src or dst key of its address: same hash, same address bytes.
+      ASSERT_TRUE(k.same != 0 && k.same - 1u < i);
+      const PacketKey& o = c.keys->key[k.same - 1];
+      EXPECT_TRUE(o.kind == RuleKind::kSrc || o.kind == RuleKind::kDst);
+      EXPECT_EQ(o.hash, k.hash);
+      EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(c.keys->key_bytes(k.same - 1)) + 1, o.len - 1u),
+                std::string_view(reinterpret_cast<const char*>(c.keys->key_bytes(i)) + 1, k.len - 1u));
     } else {
+      EXPECT_EQ(k.same, 0);
       by_kind[static_cast<unsigned>(k.kind)] = k.hash;
     }
   }

@@ -59,14 +59,15 @@ class Emitter {
     k.offset = static_cast<uint16_t>(off);
     k.len = static_cast<uint16_t>(len);
     k.kind = kind;
+    k.same = 0;
   }
 
   // An ip key of the address the key `same` (src or dst, just emitted) has:
   // its hash is that key's (key_hash() of an address key leaves the kind
-  // out), copied instead of computed again.
+  // out), copied instead of computed again, and PacketKey::same says so.
   void commit_same_address(RuleKind kind, std::size_t len, unsigned same) noexcept {
-    if (n_ < kAliased) alias_[n_] = static_cast<uint8_t>(same + 1);
     commit(kind, len);
+    out_.key[n_ - 1].same = static_cast<uint8_t>(same + 1);
   }
 
   // Publishes the key count and fills in every hash (key_hash()); call once, last.
@@ -75,8 +76,8 @@ class Emitter {
     for (unsigned i = 0; i < n_; ++i) {
       PacketKey& k = out_.key[i];
       const uint8_t* p = out_.bytes + k.offset;
-      if (i < kAliased && alias_[i] != 0) {
-        k.hash = out_.key[alias_[i] - 1].hash;
+      if (k.same != 0) {
+        k.hash = out_.key[k.same - 1].hash;
       } else if (is_address_kind(k.kind)) {
         k.hash = detail::address_hash(p + 1, k.len - 1u);
       } else {
@@ -156,10 +157,6 @@ class Emitter {
   // out_.n as far as the compiler knows, which would force a reload per key.
   unsigned n_ = 0;
   std::size_t used_ = 0;
-  // The address keys come first (two packets' worth when tunneled): key i's
-  // hash is key alias_[i] - 1's when nonzero.
-  static constexpr unsigned kAliased = 8;
-  uint8_t alias_[kAliased] = {};
 };
 
 void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {

@@ -19,6 +19,10 @@ struct PacketKey {
   uint16_t offset;  // encoding at PacketKeys::bytes + offset
   uint16_t len;
   RuleKind kind;
+  // An ip key: 1 + the index of the src or dst key of the same address,
+  // which has the same hash (key_hash() of an address key leaves the kind
+  // out); 0 for every other key. A lookup can probe the filter once for both.
+  uint8_t same;
 };
 
 // A host name of at most kMaxNameLen bytes has at most 127 non-empty labels,
