@@ -184,6 +184,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->name_ = o.name;
   b->max_memory_ = o.max_memory != 0 ? o.max_memory : kDefaultMaxMemory;
   b->kind_keyed_addresses_ = o.kind_keyed_addresses;
+  b->snapshot_every_ = o.snapshot_every != 0 ? o.snapshot_every : kSnapshotEvery;
   b->max_slots_ = std::min<std::size_t>(std::max(o.capacity, b->max_memory_ / kMinTableBytesPerRule),
                                         ExactSet::kMaxSlots);
   if (!b->grow_tables(o.capacity, /*copy=*/false)) {
@@ -234,6 +235,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     return nullptr;
   }
   if (notes != nullptr) *notes = report.notes;
+  b->snapshot_rules_ = b->store_->size();  // about what the restored snapshot held: bounds the next journal the same way
   // Rules stored in an older canonical form move to the key of their form
   // now, in one transaction, before the lookup structures are filled: looked
   // up in the old form they would never match (canonicalised) traffic, nor
@@ -848,9 +850,20 @@ std::optional<int64_t> Blocklist::ms_to_next_expiry() const {
 
 void Blocklist::maybe_snapshot() {
   maybe_shrink();
-  if (store_->durable() && store_->records_since_snapshot() >= kSnapshotEvery) {
+  // The journal is compacted once it holds as many records as the last
+  // snapshot held rules (at least snapshot_every_): each record is rewritten
+  // a bounded number of times over the store's life (a fixed count rewrote
+  // the whole store every 2^20 records: a 10 M-rule load in 2 M parts wrote
+  // 2+4+6+8 M rules of snapshots), and a restart replays a journal at most
+  // as long as the snapshot before it.
+  if (store_->durable() && store_->records_since_snapshot() >= std::max<uint64_t>(snapshot_every_, snapshot_rules_)) {
+    const std::size_t rules = store_->size();
     const store::Status st = store_->snapshot();
-    if (!st.ok()) last_error_ = st.to_string();
+    if (!st.ok()) {
+      last_error_ = st.to_string();
+    } else {
+      snapshot_rules_ = rules;
+    }
   }
   store_->reclaim();
 }

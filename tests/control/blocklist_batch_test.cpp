@@ -73,6 +73,47 @@ std::vector<std::string> canonical_set(const std::vector<Rule>& rules) {
   return want;
 }
 
+// The journal is compacted once it holds as many records as the last
+// snapshot held rules (at least Options::snapshot_every): growing a large
+// blocklist by parts does not rewrite all of it after each part.
+TEST(BlocklistBatch, JournalIsCompactedWhenItOutgrowsTheLastSnapshot) {
+  const std::string state = g_dir + "/compaction";
+  Blocklist::Options o;
+  o.capacity = 4096;
+  o.name = "bbsnap";
+  o.state_dir = state;
+  o.snapshot_every = 100;
+  std::string err;
+  auto b = Blocklist::create(o, &err);
+  ASSERT_NE(b, nullptr) << err;
+  auto snapshot_name = [&] {
+    std::string name;
+    for (const auto& e : std::filesystem::directory_iterator(state))
+      if (e.path().filename().string().rfind("snap-", 0) == 0) name = e.path().filename().string();
+    return name;
+  };
+  std::size_t next = 0;
+  auto add = [&](std::size_t n) {
+    std::vector<Rule> rules;
+    for (std::size_t i = 0; i < n; ++i, ++next) rules.push_back(R("host n" + std::to_string(next) + ".example.com"));
+    ASSERT_EQ(b->add_batch(rules).added, n);
+    b->maybe_snapshot();
+  };
+  add(150);  // 150 records >= 100: compacted, the snapshot holds 150 rules
+  const std::string first = snapshot_name();
+  ASSERT_FALSE(first.empty());
+  add(120);  // 120 < 150: a fixed count of 100 would compact here
+  EXPECT_EQ(snapshot_name(), first);
+  add(40);   // 160 >= 150: compacted again
+  const std::string second = snapshot_name();
+  EXPECT_NE(second, first);
+  EXPECT_FALSE(second.empty());
+  b.reset();
+  auto again = open("bbsnap2", state);  // snapshot + journal give every rule back
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->size(), 310u);
+}
+
 TEST(BlocklistBatch, RepeatsInAnyOrderCountOnceAndTheFirstWins) {
   const std::string state = g_dir + "/repeats";
   auto b = open("bb1", state);
