@@ -29,7 +29,17 @@ inline constexpr std::size_t kMaxBurstKeys = std::size_t{kBurst} * kMaxKeysPerPa
 struct RuleHit {
   uint8_t kind = 0;
   uint32_t slot = 0;
+
+  // Takes the rule (kind k, slot sl) if it is a hit (k != 0) of a smaller
+  // kind than the one held: the smallest kind decides the packet.
+  void keep(uint8_t k, uint32_t sl) {
+    if (k != 0 && (kind == 0 || k < kind)) *this = {k, sl};
+  }
+  void keep(RuleKind k, uint32_t sl) { keep(static_cast<uint8_t>(k), sl); }
 };
+
+// Whether kind k has rules in the burst's mask (bit k of `kinds`).
+inline bool has_rules(uint32_t kinds, RuleKind k) { return ((kinds >> static_cast<unsigned>(k)) & 1u) != 0; }
 
 // What the fast lane reads of a tracked packet besides its flow key: for a
 // plain frame (parse_plain_ipv4) this and its compact key are all the burst
@@ -427,13 +437,11 @@ void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
     if (key.kind != RuleKind::kHost && key.kind != RuleKind::kUrl) continue;  // the packet's own are judged
-    if (((kinds >> static_cast<unsigned>(key.kind)) & 1u) == 0 || !burst_.filter->contains(key.hash)) continue;
+    if (!has_rules(kinds, key.kind) || !burst_.filter->contains(key.hash)) continue;
     RuleKind kind = key.kind;
     uint32_t rule = 0;
     if (cfg_.verify && !burst_.exact->contains(key_hash128(pk.key_bytes(k), key.len), &kind, &rule)) continue;
-    RuleHit& h = s.hit[i];
-    const auto kv = static_cast<uint8_t>(kind);
-    if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+    s.hit[i].keep(kind, rule);
   }
 }
 
@@ -547,14 +555,13 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
 [[gnu::always_inline]] inline std::size_t Worker::gather_keys(uint16_t i, uint32_t kinds, std::size_t nk) {
   WorkerScratch& s = *s_;
   const PacketKeys& pk = s.keys[i];
-  const auto has_rules = [kinds](RuleKind k) { return ((kinds >> static_cast<unsigned>(k)) & 1u) != 0; };
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
-    if (!has_rules(key.kind)) continue;
+    if (!has_rules(kinds, key.kind)) continue;
     uint64_t h = key.hash;
     if (!cfg_.verify) {
       h = kind_keyed_hash(h, key.kind);
-    } else if (key.same != 0 && has_rules(pk.key[key.same - 1].kind)) {
+    } else if (key.same != 0 && has_rules(kinds, pk.key[key.same - 1].kind)) {
       continue;  // probed with the src or dst key of its address
     }
     s.hashes[nk] = h;
@@ -575,8 +582,7 @@ unsigned Worker::confirm_hit(uint16_t i, unsigned k, uint32_t kinds) {
   const PacketKeys& pk = s.keys[i];
   RuleHit& h = s.hit[i];
   if (!cfg_.verify) {
-    const auto kv = static_cast<uint8_t>(pk.key[k].kind);
-    if (h.kind == 0 || kv < h.kind) h = {kv, 0};
+    h.keep(pk.key[k].kind, 0);
     return 1;
   }
   unsigned found = 0;
@@ -586,13 +592,12 @@ unsigned Worker::confirm_hit(uint16_t i, unsigned k, uint32_t kinds) {
     uint32_t rule = 0;
     if (!burst_.exact->contains(key_hash128(pk.key_bytes(q), key.len), &kind, &rule)) return;
     found = 1;
-    const auto kv = static_cast<uint8_t>(kind);
-    if (h.kind == 0 || kv < h.kind) h = {kv, rule};
+    h.keep(kind, rule);
   };
   confirm(k);
   if (is_address_kind(pk.key[k].kind)) {  // the ip keys come after src and dst
     for (unsigned q = k + 1; q < pk.n && is_address_kind(pk.key[q].kind); ++q)
-      if (pk.key[q].same == k + 1 && ((kinds >> static_cast<unsigned>(pk.key[q].kind)) & 1u) != 0) confirm(q);
+      if (pk.key[q].same == k + 1 && has_rules(kinds, pk.key[q].kind)) confirm(q);
   }
   return found;
 }
@@ -688,8 +693,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
   if (cfg_.prefixes != nullptr && hits_cached != n) {
     PrefixHit ph[kBurst];
     cfg_.prefixes->lookup(s.keys, s.classify, n, cfg_.verify, ph, &burst_);
-    for (uint16_t i = 0; i < n; ++i)
-      if (ph[i].kind != 0 && (s.hit[i].kind == 0 || ph[i].kind < s.hit[i].kind)) s.hit[i] = {ph[i].kind, ph[i].slot};
+    for (uint16_t i = 0; i < n; ++i) s.hit[i].keep(ph[i].kind, ph[i].slot);
   }
 
   // 3. In packet order: a flow blocked by an earlier packet of this burst
