@@ -199,6 +199,12 @@ void RuleStore::apply_replay(std::string_view payload, Status* error) {
                              " (written by an incompatible version?)"};
     return;
   }
+  if ((r.op == RecordOp::add || r.op == RecordOp::del) && r.key.empty()) {
+    // The write API refuses an empty key (add_is_valid): this record was not
+    // written by a store, and as a rule it would be no rule at all.
+    *error = {Errc::corrupt, "a journal or snapshot record passed its checksum but holds a rule with an empty key"};
+    return;
+  }
   if (r.op == RecordOp::txn) {
     txn_records_.clear();  // an unfinished earlier one: always closed by txn_abort, dropped if not
     txn_left_ = r.id;
