@@ -39,8 +39,11 @@ Key128 KeyTable::key_at(const Bucket& b, std::size_t i) noexcept {
 }
 
 void KeyTable::write(Bucket& b, std::size_t i, const Key128& k, uint32_t value) noexcept {
-  // release fence: the entry's earlier free (value 0) is ordered before the
-  // new key words, for a reader that reads them (it then reloads the value).
+  // release: a reader whose acquire load of the version sees this bump sees
+  // the entry's earlier free (value 0) and every earlier write (one writer:
+  // plain load + store). Release fence: the bump before the new key words,
+  // for a reader that reads any of them (it then reloads the version).
+  b.version.store(b.version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_release);
   b.key[i].lo.store(k.lo, std::memory_order_relaxed);
   b.key[i].hi.store(k.hi, std::memory_order_relaxed);

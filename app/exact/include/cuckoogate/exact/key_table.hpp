@@ -17,15 +17,18 @@
 //   * An entry is published by its value: W writes the key words (relaxed),
 //     then the value with release; R loads the value with acquire, so a
 //     nonzero value comes with its key words (or later ones).
-//   * An entry is freed by storing value 0; before W writes key words into an
-//     entry again it issues a release fence. R, after comparing the key words
-//     (relaxed), issues an acquire fence and loads the value again: if R read
-//     any key word written after that fence, the reload sees the 0 (or a
-//     later value) -- a value that changed under R is never returned with
-//     key words it did not belong to; R then looks again. (A value equal
-//     before and after a free-and-reuse returns that same value for the new
-//     key: correct for it. Key words torn between two keys would have to
-//     equal the looked-up key in 64 bits each: not a rule key.)
+//   * An entry is freed by storing value 0. Before W writes key words into
+//     an entry it bumps its bucket's version (release), then issues a
+//     release fence. R loads the version (acquire) before a probe and, after
+//     comparing the key words (relaxed), issues an acquire fence and loads
+//     the value and the version again: if R read any key word of a later
+//     write, the fence pair makes that write's bump visible, the version
+//     differs, and R looks again; if not, the version it started from came
+//     with everything before it, so the value and key words it read are one
+//     write's. (Comparing the value alone was not enough: a free, a reuse by
+//     another key and a reuse by the first key again bring the same value
+//     back, and R returned it for the other key -- found in review, test
+//     KeyTableInterleavings.AValueRestoredByTwoReusesIsNotReturnedForTheKeyBetween.)
 //   * A key moves between its two buckets only during a cuckoo insert. W
 //     writes the copy first, then bumps moves_ (release), then a release
 //     fence, then frees the old entry. R loads moves_ (acquire) before its two
@@ -43,6 +46,24 @@
 #include <cstdint>
 
 #include "cuckoogate/keys/rule.hpp"
+
+// Tests only (tests/exact, built with CG_KEY_TABLE_TEST_HOOK): a function a
+// reader's probe calls at two points -- 1: after loading an entry's nonzero
+// value, before its key words; 2: after its key words matched, before the
+// re-check -- so a test can run writer steps exactly there.
+#ifdef CG_KEY_TABLE_TEST_HOOK
+namespace cg::exact::test {
+inline void (*probe_hook)(int point) = nullptr;
+}
+#define CG_KEY_TABLE_PROBE_HOOK(point)                                             \
+  do {                                                                             \
+    if (::cg::exact::test::probe_hook != nullptr) ::cg::exact::test::probe_hook(point); \
+  } while (0)
+#else
+#define CG_KEY_TABLE_PROBE_HOOK(point) \
+  do {                                 \
+  } while (0)
+#endif
 
 namespace cg::exact {
 
@@ -114,7 +135,7 @@ class KeyTable {
   };
   struct alignas(kBucketBytes) Bucket {
     std::atomic<uint32_t> value[kSlots];  // 0: the entry is free
-    uint32_t unused;
+    std::atomic<uint32_t> version;        // bumped before any key words are written here
     Entry key[kSlots];
   };
   static_assert(sizeof(Bucket) == kBucketBytes, "a bucket is one cache line");
@@ -135,17 +156,23 @@ class KeyTable {
 
   enum class Probe { kMissing, kFound, kChanged };
   static Probe probe(const Bucket& b, const Key128& k, uint32_t* value) noexcept {
+    // acquire: pairs with the writer's release bump; what the writer did
+    // before it (an entry's free, earlier writes) is visible below.
+    const uint32_t version = b.version.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < kSlots; ++i) {
       // acquire: pairs with the writer's release store of the value, which
       // follows the key words' stores.
       const uint32_t v = b.value[i].load(std::memory_order_acquire);
-      if (v == 0 || b.key[i].lo.load(std::memory_order_relaxed) != k.lo ||
-          b.key[i].hi.load(std::memory_order_relaxed) != k.hi)
+      if (v == 0) continue;
+      CG_KEY_TABLE_PROBE_HOOK(1);
+      if (b.key[i].lo.load(std::memory_order_relaxed) != k.lo || b.key[i].hi.load(std::memory_order_relaxed) != k.hi)
         continue;
-      // acquire fence, then the value again: unchanged means the key words
-      // read were this value's (see the header comment).
+      CG_KEY_TABLE_PROBE_HOOK(2);
+      // acquire fence, then the value and the version again: both unchanged
+      // means the key words read were this value's (see the header comment).
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (b.value[i].load(std::memory_order_relaxed) != v) return Probe::kChanged;
+      if (b.value[i].load(std::memory_order_relaxed) != v || b.version.load(std::memory_order_relaxed) != version)
+        return Probe::kChanged;
       *value = v;
       return Probe::kFound;
     }
