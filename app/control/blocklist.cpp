@@ -316,7 +316,8 @@ Blocklist::Keys Blocklist::keys_of(const Rule& r) const { return keys_of_key(rul
 
 Blocklist::Keys Blocklist::keys_of_key(std::string_view key) const {
   uint64_t h = key_hash(key.data(), key.size());
-  if (kind_keyed_addresses_) h = kind_keyed_hash(h, static_cast<RuleKind>(key[0]));
+  if (kind_keyed_addresses_ && is_shared_address_key(key.data(), key.size()))
+    h = kind_keyed_hash(h, static_cast<RuleKind>(key[0]));
   return {h, key_hash128(key.data(), key.size())};
 }
 

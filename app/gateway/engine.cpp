@@ -225,7 +225,7 @@ bool Engine::init(const EngineOptions& o, std::string* err) {
   bo.qsv = qsv_;
   bo.state_dir = o.state_dir;
   bo.salvage = o.salvage;
-  bo.kind_keyed_addresses = !o.verify;  // the filter alone must tell src, dst and ip apart  // the filter alone must tell src, dst and ip apart
+  bo.kind_keyed_addresses = !o.verify;  // the filter alone must tell src, dst and ip apart
   std::vector<std::string> notes;
   blocklist_ = Blocklist::create(bo, err, &notes);
   for (const std::string& n : notes) CG_LOG(WARNING, control, "state: %s", n.c_str());

@@ -314,10 +314,7 @@ bool rule_key_of_order_key(std::string_view order, std::string* out) {
 
 uint64_t key_hash(const void* data, std::size_t len) noexcept {
   const auto* p = static_cast<const uint8_t*>(data);
-  if (len == 2 + 4 || len == 2 + 16) {  // an address key's length; a prefix key's family byte has kPrefixFamilyBit
-    const auto kind = static_cast<RuleKind>(p[0]);
-    if (is_address_kind(kind) && p[1] == (len == 6 ? 4 : 6)) return detail::address_hash(p + 1, len - 1);
-  }
+  if (is_shared_address_key(data, len)) return detail::address_hash(p + 1, len - 1);
   return XXH3_64bits(data, len);
 }
 

@@ -171,10 +171,19 @@ uint64_t key_hash(const void* data, std::size_t len) noexcept;
 inline constexpr bool is_address_kind(RuleKind k) noexcept {
   return k == RuleKind::kSrc || k == RuleKind::kDst || k == RuleKind::kIp;
 }
+// An exact address key, [src|dst|ip][4|6][address]: key_hash() hashes its
+// address alone, one hash for the three kinds. (A prefix key's family byte
+// has kPrefixFamilyBit: its hash covers the whole encoding, kind included.)
+inline bool is_shared_address_key(const void* data, std::size_t len) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  return (len == 2 + 4 || len == 2 + 16) && is_address_kind(static_cast<RuleKind>(p[0])) && p[1] == (len == 6 ? 4 : 6);
+}
 // Where there is no exact set to tell the kinds apart (pure-filter mode, no
-// verify), each address kind gets its own filter entry: key_hash() XOR a
-// constant of the kind (distinct place and fingerprint; a bijection, so the
-// hashes stay uniform). Identity for every other kind.
+// verify), each address kind gets its own filter entry: key_hash() of an
+// exact address key (is_shared_address_key) XOR a constant of the kind
+// (distinct place and fingerprint; a bijection, so the hashes stay uniform).
+// Identity for every other kind. Only for exact address keys: a prefix key's
+// hash has its kind already, and the workers' prefix probe does not salt.
 inline uint64_t kind_keyed_hash(uint64_t h, RuleKind k) noexcept {
   constexpr uint64_t kSalt[] = {0x8f14e45fceea167aULL, 0x3c59dc048e885024ULL, 0xd2d2d2b5a4f5c3e1ULL};
   return is_address_kind(k) ? h ^ kSalt[static_cast<unsigned>(k) - static_cast<unsigned>(RuleKind::kSrc)] : h;
