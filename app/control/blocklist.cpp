@@ -306,7 +306,7 @@ void Blocklist::bump_generation(bool added) noexcept {
 
 void Blocklist::release_slot(uint32_t slot) {
   free_slots_.push_back(slot);
-  ++releases_;
+  releases_.store(releases_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   // release, and before the generation bump that follows: a worker that sees
   // the new generation sees that this slot's rule is gone.
   removed_at_[slot].store(generation_.load(std::memory_order_relaxed), std::memory_order_release);
@@ -339,7 +339,8 @@ uint32_t Blocklist::take_slot() {
     s = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    s = next_slot_++;
+    s = next_slot_.load(std::memory_order_relaxed);  // one writer
+    next_slot_.store(s + 1, std::memory_order_relaxed);
   }
   // The counters keep what the slot's earlier rules were counted (and a burst
   // that confirmed a hit just before their delete): hits() subtracts it. A
@@ -367,7 +368,7 @@ bool Blocklist::insert_lookup(const Rule& r, bool pend) {
 }
 
 bool Blocklist::insert_keys(const Keys& k, RuleKind kind, const Rule* prefix) {
-  if (next_slot_ >= max_slots_ && free_slots_.empty()) {
+  if (next_slot_.load(std::memory_order_relaxed) >= max_slots_ && free_slots_.empty()) {
     last_error_ = "max_memory reached: all " + std::to_string(max_slots_) + " rule slots in use";
     return false;
   }
@@ -983,7 +984,8 @@ Blocklist::MemoryUse Blocklist::memory_use() const noexcept {
   // removed_at_ and base_ are written only for slots released (and reused)
   // at least once: pages are committed for at most that many (a fresh slot's
   // base is written only when its counters are not 0, which workers never do).
-  m.hits = std::min<std::size_t>(releases_, next_slot_) * 2 * sizeof(std::atomic<uint64_t>);
+  m.hits = std::min<std::size_t>(releases_.load(std::memory_order_relaxed), next_slot_.load(std::memory_order_relaxed)) *
+           2 * sizeof(std::atomic<uint64_t>);
   return m;
 }
 

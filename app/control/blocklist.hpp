@@ -262,7 +262,7 @@ class Blocklist {
   };
   MemoryUse memory_use() const noexcept;
   // Hit-counter slots handed out so far (the high-water mark of rules present).
-  std::size_t slots_used() const noexcept { return next_slot_; }
+  std::size_t slots_used() const noexcept { return next_slot_.load(std::memory_order_relaxed); }
   uint64_t growths() const noexcept { return growths_; }
   // For a thread other than the control thread that reads filter(),
   // exact() or table_bytes() (the telemetry thread's `info`): held, no
@@ -294,7 +294,8 @@ class Blocklist {
   const std::string& last_error() const noexcept { return last_error_; }
 
   // Per-rule hit counters (confirmed drops; counted only with verify on). The
-  // counters live per worker; `reader(slot)` sums them. Slots are < capacity().
+  // counters live per worker; `reader(slot)` sums them. Slots are < max_slots()
+  // (not capacity(): after growth and shrink a rule may keep a higher slot).
   void set_hit_reader(std::function<uint64_t(uint32_t slot)> reader) { hit_reader_ = std::move(reader); }
   // Confirmed hits of a present rule since it was added (0 if absent).
   uint64_t hits(const Rule& r) const;
@@ -378,9 +379,12 @@ class Blocklist {
   // inherit at most that burst's count; base_ subtracts what it held before
   // (max_slots_ entries, reserved pages, written only when a slot is reused).
   std::vector<uint32_t> free_slots_;
-  uint32_t next_slot_ = 0;
+  // Written by the control thread only; atomic (relaxed: counts, no data
+  // published through them) because `info` reads them from the telemetry
+  // thread too.
+  std::atomic<uint32_t> next_slot_{0};
   std::atomic<uint64_t>* base_ = nullptr;
-  std::size_t releases_ = 0;  // slots released so far (for memory_use)
+  std::atomic<std::size_t> releases_{0};  // slots released so far (for memory_use)
   std::function<uint64_t(uint32_t)> hit_reader_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> pass_generation_{0};

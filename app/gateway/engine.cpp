@@ -317,8 +317,8 @@ bool Engine::start(std::string* err) {
     c.verify = opts_.verify;
     c.drop_malformed = opts_.drop_malformed;
     c.pps = opts_.pps / opts_.workers + (w < opts_.pps % opts_.workers ? 1 : 0);
-    c.filter = &blocklist_->filter();
-    c.exact = &blocklist_->exact();
+    // The lookup tables only through `tables`: the first growth frees the
+    // pair the blocklist started with (cfg.filter/exact stay null).
     c.tables = &blocklist_->tables();
     c.kind_mask = &blocklist_->kind_mask();
     c.prefixes = &blocklist_->prefixes();
