@@ -64,8 +64,9 @@ class Blocklist {
     // and ip rules of one address share a filter hash and the exact set
     // tells them apart (docs/rules.md, "Key encoding").
     bool kind_keyed_addresses = false;
-    // Fewest journal records before maybe_snapshot() compacts (0 = 2^20);
-    // past that, as many as the last snapshot held rules. Small in tests.
+    // Fewest dead records (replayed at a restart but not a live rule's
+    // only record) before maybe_snapshot() compacts (0 = 2^20); past that,
+    // as many as the store holds rules. Small in tests.
     std::uint64_t snapshot_every = 0;
   };
   // Opens (and with a state directory, restores) the blocklist. nullptr and
@@ -351,7 +352,7 @@ class Blocklist {
   std::size_t max_memory_ = 0, max_slots_ = 0, initial_capacity_ = 0;
   bool kind_keyed_addresses_ = false;  // Options::kind_keyed_addresses
   uint64_t snapshot_every_ = 0;        // Options::snapshot_every
-  std::size_t snapshot_rules_ = 0;     // rules when the last snapshot was taken (or restored)
+  uint64_t snapshot_records_ = 0;      // records of the last snapshot written (or restored)
   uint64_t growths_ = 0;
   mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
   unsigned table_seq_ = 0;  // distinct names for the exact sets' EAL allocations

@@ -73,10 +73,12 @@ std::vector<std::string> canonical_set(const std::vector<Rule>& rules) {
   return want;
 }
 
-// The journal is compacted once it holds as many records as the last
-// snapshot held rules (at least Options::snapshot_every): growing a large
-// blocklist by parts does not rewrite all of it after each part.
-TEST(BlocklistBatch, JournalIsCompactedWhenItOutgrowsTheLastSnapshot) {
+// The journal is compacted once the state directory holds as many dead
+// records (replayed at a restart, but not a live rule's one record) as the
+// store holds rules, and at least Options::snapshot_every: growing a large
+// blocklist by loads never rewrites it; deletes and updates do, once they
+// outnumber what stays.
+TEST(BlocklistBatch, JournalIsCompactedWhenItsDeadRecordsOutnumberTheRules) {
   const std::string state = g_dir + "/compaction";
   Blocklist::Options o;
   o.capacity = 4096;
@@ -92,26 +94,42 @@ TEST(BlocklistBatch, JournalIsCompactedWhenItOutgrowsTheLastSnapshot) {
       if (e.path().filename().string().rfind("snap-", 0) == 0) name = e.path().filename().string();
     return name;
   };
+  auto rule = [](std::size_t i) { return R("host n" + std::to_string(i) + ".example.com"); };
   std::size_t next = 0;
   auto add = [&](std::size_t n) {
     std::vector<Rule> rules;
-    for (std::size_t i = 0; i < n; ++i, ++next) rules.push_back(R("host n" + std::to_string(next) + ".example.com"));
+    for (std::size_t i = 0; i < n; ++i, ++next) rules.push_back(rule(next));
     ASSERT_EQ(b->add_batch(rules).added, n);
     b->maybe_snapshot();
   };
-  add(150);  // 150 records >= 100: compacted, the snapshot holds 150 rules
+  auto del = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) ASSERT_EQ(b->del(rule(i)), Blocklist::Result::kOk) << i;
+    b->maybe_snapshot();
+  };
+  add(150);  // 150 records, all live: counting records (>= 100) would compact here
+  add(150);
+  EXPECT_EQ(snapshot_name(), "");
+  del(0, 50);  // 350 records, 250 rules: 100 dead < 250
+  EXPECT_EQ(snapshot_name(), "");
+  del(50, 130);  // 430 records, 170 rules: 260 dead >= 170: compacted
   const std::string first = snapshot_name();
   ASSERT_FALSE(first.empty());
-  add(120);  // 120 < 150: a fixed count of 100 would compact here
+  add(400);  // the snapshot's 170 + 400 records, 570 rules: none dead
   EXPECT_EQ(snapshot_name(), first);
-  add(40);   // 160 >= 150: compacted again
-  const std::string second = snapshot_name();
-  EXPECT_NE(second, first);
-  EXPECT_FALSE(second.empty());
   b.reset();
-  auto again = open("bbsnap2", state);  // snapshot + journal give every rule back
-  ASSERT_NE(again, nullptr);
-  EXPECT_EQ(again->size(), 310u);
+  o.name = "bbsnap2";
+  auto again = Blocklist::create(o, &err);  // snapshot + journal give every rule back
+  ASSERT_NE(again, nullptr) << err;
+  EXPECT_EQ(again->size(), 570u);
+  for (std::size_t i = 0; i < 130; i += 13) EXPECT_FALSE(again->contains(rule(i))) << i;
+  for (std::size_t i = 130; i < 700; i += 7) EXPECT_TRUE(again->contains(rule(i))) << i;
+  // The restored snapshot's records count as replayed: after 200 deletes,
+  // 370 rules, 170 + 400 + 200 records, 400 dead >= 370 (without the
+  // snapshot's 170, 230 dead would not be).
+  for (std::size_t i = 130; i < 330; ++i) ASSERT_EQ(again->del(rule(i)), Blocklist::Result::kOk) << i;
+  again->maybe_snapshot();
+  EXPECT_NE(snapshot_name(), first);
+  EXPECT_FALSE(snapshot_name().empty());
 }
 
 TEST(BlocklistBatch, RepeatsInAnyOrderCountOnceAndTheFirstWins) {
