@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -110,6 +113,56 @@ TEST(KeyOrder, LargeBatchesShuffledSortedAndReversed) {
   ASSERT_EQ(sorted(keys), reference(keys)) << "sorted, CG_SEED=" << seed;
   std::reverse(keys.begin(), keys.end());
   ASSERT_EQ(sorted(keys), reference(keys)) << "reversed, CG_SEED=" << seed;
+}
+
+// The VmFlags of the mapping that holds p (/proc/self/smaps), "" if none.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= a && a < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// A large batch's items live in memory of their own, aligned to 2 MiB and
+// advised for huge pages ("hg" in VmFlags, whatever the system's THP mode),
+// where malloc would give a fresh mapping of 4 KiB pages; small ones come
+// from the heap. Both are whole and writable, and a sort that needs the
+// large kind still orders right.
+TEST(KeyOrder, ItemsOfALargeBatchLiveInHugePageAdvisedMemory) {
+  BulkAllocator<std::uint64_t> alloc;
+  const std::size_t big = mem::kHugePage / sizeof(std::uint64_t) + 1;
+  std::uint64_t* p = alloc.allocate(big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % mem::kHugePage, 0u);
+  const std::string flags = vm_flags_of(p);
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  for (std::size_t i = 0; i < big; ++i) p[i] = i;
+  EXPECT_EQ(std::accumulate(p, p + big, std::uint64_t{0}), std::uint64_t{big} * (big - 1) / 2);
+  alloc.deallocate(p, big);
+  std::uint64_t* q = alloc.allocate(16);
+  ASSERT_NE(q, nullptr);
+  for (std::size_t i = 0; i < 16; ++i) q[i] = i;
+  EXPECT_EQ(vm_flags_of(q).find(" hg"), std::string::npos);
+  alloc.deallocate(q, 16);
+
+  const std::uint64_t seed = test::test_seed();
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys;  // 12-byte items: over 2 MiB of them
+  for (std::uint32_t i = 0; i < 200000; ++i)
+    keys.push_back("S\x04\x0a"s + static_cast<char>(rng() % 4) + static_cast<char>(i >> 8) + static_cast<char>(i));
+  ASSERT_GT(keys.size() * 12, mem::kHugePage);
+  ASSERT_EQ(sorted(keys), reference(keys)) << "CG_SEED=" << seed;
 }
 
 }  // namespace

@@ -33,12 +33,48 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cuckoogate/mem/huge_pages.hpp"
+
 namespace cg::store {
+
+// Memory for a large batch's sort items: from 2 MiB up, huge-page-advised
+// anonymous pages of their own (mem::map_pages), given back whole when the
+// sort is done. malloc serves such a block from a fresh mapping of 4 KiB
+// pages, each one faulted in on first write: a 2 M-rule load's 24 MB of
+// items were ~6 000 faults, 3.4 % of the control thread at 10 M rules on the
+// reference VM, where a 2 MiB fault costs about half as much per byte.
+template <class T>
+struct BulkAllocator {
+  using value_type = T;
+  BulkAllocator() noexcept = default;
+  template <class U>
+  BulkAllocator(const BulkAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_alloc();
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < mem::kHugePage) return std::allocator<T>().allocate(n);
+    void* p = mem::map_pages(bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < mem::kHugePage) {
+      std::allocator<T>().deallocate(p, n);
+    } else {
+      mem::unmap_pages(p, bytes);
+    }
+  }
+  template <class U>
+  bool operator==(const BulkAllocator<U>&) const noexcept { return true; }
+};
 
 class KeyOrder {
  public:
@@ -172,7 +208,7 @@ class KeyOrder {
     }
   }
 
-  std::vector<Item> items_;
+  std::vector<Item, BulkAllocator<Item>> items_;
 };
 
 }  // namespace cg::store
