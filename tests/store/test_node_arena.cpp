@@ -2,6 +2,8 @@
 #include "cuckoogate/store/node_arena.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -121,6 +123,46 @@ TEST(NodeArena, NodesRetiredToASharedDomainOutliveTheirMap) {
   }
   domain.drain(64);
   EXPECT_EQ(domain.pending(), 0U);
+}
+
+// prefault() maps and faults in blocks ahead, as many as the bytes asked
+// for need beyond what the current block, blocks mapped ahead and freed
+// nodes hold; allocate() bumps from them before it maps more, and the
+// arena gives back those never used when it goes.
+TEST(NodeArena, PrefaultMapsAndFaultsInBlocksThatAllocateThenUses) {
+  constexpr std::size_t kNode = 96;
+  constexpr std::size_t kRoom = NodeArena::kBlockBytes - 64;  // a block's node bytes
+  Owned o;
+  o.a->prefault(0);
+  EXPECT_EQ(o.a->stats().blocks, 0U);
+  o.a->prefault(2 * kRoom + 1);
+  EXPECT_EQ(o.a->stats().blocks, 3U);
+  o.a->prefault(3 * kRoom);  // already there: nothing more
+  EXPECT_EQ(o.a->stats().blocks, 3U);
+  // Every page of a block mapped ahead is resident before a node is put there.
+  char* first = static_cast<char*>(o.a->allocate(kNode));
+  auto* block = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(first) & ~(NodeArena::kBlockBytes - 1));
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident(NodeArena::kBlockBytes / page);
+  ASSERT_EQ(::mincore(block, NodeArena::kBlockBytes, resident.data()), 0);
+  std::size_t in = 0;
+  for (unsigned char r : resident) in += r & 1;
+  EXPECT_EQ(in, resident.size());
+  // Three blocks' worth of nodes come from the three blocks.
+  std::vector<void*> nodes{first};
+  while (nodes.size() < 3 * (kRoom / kNode)) nodes.push_back(o.a->allocate(kNode));
+  EXPECT_EQ(o.a->stats().blocks, 3U);
+  nodes.push_back(o.a->allocate(kNode));
+  EXPECT_EQ(o.a->stats().blocks, 4U);
+  // Room left in the current block and freed nodes count.
+  for (std::size_t i = 0; i < 100; ++i) NodeArena::deallocate(nodes[i], kNode);
+  o.a->prefault(100 * kNode);
+  EXPECT_EQ(o.a->stats().blocks, 4U);
+  for (std::size_t i = 100; i < nodes.size(); ++i) NodeArena::deallocate(nodes[i], kNode);
+  // Blocks mapped ahead and never used are unmapped with the arena (the
+  // sanitizer build's leak check; `blocks` counts them until then).
+  o.a->prefault(5 * kRoom);
+  EXPECT_GE(o.a->stats().blocks, 5U);
 }
 
 TEST(NodeArena, ThreadsAllocateAndFreeWithoutSharingANode) {

@@ -295,6 +295,8 @@ Status DurableLog::append(std::string_view payload) { return journal_->append(pa
 
 Status DurableLog::sync() { return journal_->sync(); }
 
+Status DurableLog::start_sync() { return journal_->start_sync(); }
+
 Status DurableLog::rotate(std::uint64_t* snapshot_seq) {
   if (Status s = journal_->sync(); !s.ok()) return s;
   const std::uint64_t seq = last_seq();

@@ -167,10 +167,15 @@ Status JournalWriter::append(std::string_view payload) {
   return Status::Ok();
 }
 
-Status JournalWriter::flush_buffer() {
+Status JournalWriter::start_sync() {
+  if (failed_) return {Errc::io_error, path_ + ": journal unusable after an earlier I/O error"};
+  return flush_buffer(/*write_back=*/true);
+}
+
+Status JournalWriter::flush_buffer(bool write_back) {
   if (buf_.empty()) return Status::Ok();
   if (Status s = fsu::write_all(fd_, buf_, path_); !s.ok()) return fail(std::move(s));
-  if (buf_.size() >= kBufferBytes) {
+  if (write_back || buf_.size() >= kBufferBytes) {
     // A full buffer means a large batch whose next records are still being
     // encoded: start writing these pages back now, so that the batch's one
     // fdatasync() waits for the tail only (a million-rule load's journal

@@ -69,6 +69,9 @@ class DurableLog {
   Status append(std::string_view payload);
   // Makes every appended record durable (write + fdatasync).
   Status sync();
+  // Writes what is buffered and starts its write-back without waiting
+  // (JournalWriter::start_sync); sync() still makes it durable.
+  Status start_sync();
 
   std::uint64_t next_seq() const noexcept { return journal_->next_seq(); }
   std::uint64_t last_seq() const noexcept { return journal_->next_seq() - 1; }

@@ -92,6 +92,10 @@ class JournalWriter {
   // Writes the buffer and fdatasync()s. After this returns ok, every record
   // appended so far survives a crash.
   Status sync();
+  // Writes the buffer and starts its write-back (sync_file_range), without
+  // waiting: the caller can work while the disk writes, then sync() waits
+  // for what is left. Durability still comes from sync() alone.
+  Status start_sync();
 
   std::uint64_t first_seq() const noexcept { return first_seq_; }
   std::uint64_t next_seq() const noexcept { return next_seq_; }
@@ -105,7 +109,8 @@ class JournalWriter {
  private:
   JournalWriter(int fd, std::string path, std::uint64_t first_seq, std::uint64_t next_seq,
                 std::uint64_t file_bytes);
-  Status flush_buffer();
+  // write_back: start the write-back of a buffer that is not full too.
+  Status flush_buffer(bool write_back = false);
   Status fail(Status s);
 
   int fd_;

@@ -62,12 +62,22 @@ class NodeArena {
   // p: from allocate(n) of an arena (found from p's block), n as given then.
   // May delete that arena (owner gone, last node freed).
   static void deallocate(void* p, std::size_t n) noexcept;
+  // Maps and faults in blocks ahead of use until the next `bytes` of new
+  // nodes (sizes as chunk_size rounds them) fit in memory already touched:
+  // the rest of the current block, blocks mapped ahead earlier, freed nodes.
+  // allocate() takes those blocks before it maps new ones. For a bulk
+  // insert that can fault its nodes' memory in while it waits for something
+  // else (the journal's fdatasync): on this VM a first touch costs ~1.5 ms
+  // per MB, 11 % of a 10 M-rule load. Best effort: stops quietly when no
+  // block can be mapped (allocate() reports that). At most `bytes` rounded
+  // up to a block stays mapped unused if fewer nodes come.
+  void prefault(std::size_t bytes) noexcept;
   // The owner is done with the arena: it is deleted now if no node is live,
   // else when the last one is freed.
   void release_owner() noexcept;
 
   struct Stats {
-    std::size_t blocks = 0;      // mapped blocks
+    std::size_t blocks = 0;      // mapped blocks (with those mapped ahead)
     std::size_t live_bytes = 0;  // bytes of live nodes (rounded sizes)
     std::size_t free_bytes = 0;  // bytes of freed nodes kept for reuse
   };
@@ -86,7 +96,8 @@ class NodeArena {
   NodeArena() = default;
   ~NodeArena();
   static Block* block_of(const void* p) noexcept;
-  Block* new_block();                 // mu_ held
+  Block* new_block();                 // mu_ held: a block mapped ahead, else a new one
+  static Block* map_block() noexcept;  // a fresh block, or nullptr; no lock needed
   void unmap_block(Block* b) noexcept;  // mu_ held; every node in b is free
   void push_free(FreeChunk* c, std::size_t size) noexcept;
   void unlink_free(FreeChunk* c) noexcept;
@@ -94,6 +105,8 @@ class NodeArena {
   mutable std::mutex mu_;
   FreeChunk* free_[kClasses] = {};
   Block* current_ = nullptr;  // where new nodes are bumped from
+  Block* ahead_ = nullptr;    // blocks prefault() mapped, not bumped from yet (Block::next_ahead)
+  std::size_t n_ahead_ = 0;
   char* bump_ = nullptr;      // next free byte of current_
   std::size_t blocks_ = 0, live_bytes_ = 0, free_bytes_ = 0, live_nodes_ = 0;
   bool owner_ = true;

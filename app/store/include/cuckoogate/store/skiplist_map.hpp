@@ -121,6 +121,26 @@ class SkipListMap {
 
   EpochDomain& domain() const noexcept { return *domain_; }
 
+  // Arena bytes n new entries most likely take, len_at(i) the i-th one's
+  // key length: each node's rounded size without a tower, plus the towers'
+  // expected third of a link each (random_height: p = 1/4 a level). Nodes
+  // too big for the arena count nothing. For prefault().
+  template <class KeyLenAt>
+  static std::size_t expected_arena_bytes(std::size_t n, KeyLenAt len_at) noexcept {
+    std::size_t bytes = 0, in_arena = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t size = DataNode::alloc_size(0, len_at(i));
+      if (!NodeArena::is_arena_size(size + kMaxHeight * sizeof(std::atomic<std::uintptr_t>))) continue;
+      bytes += NodeArena::chunk_size(size);
+      ++in_arena;
+    }
+    return bytes + (in_arena * sizeof(std::atomic<std::uintptr_t>) + 2) / 3;
+  }
+  // Faults in the arena's memory for `bytes` of new nodes before they are
+  // inserted (NodeArena::prefault): a bulk insert does it while the journal
+  // syncs. Best effort; never throws.
+  void prefault(std::size_t bytes) noexcept { arena_->prefault(bytes); }
+
   // Bytes of the entries (retired ones waiting for the epoch domain not
   // counted): each node's size in the arena (or its malloc chunk, for the
   // rare node too big for it) plus its value's heap parts
