@@ -859,8 +859,8 @@ void Blocklist::maybe_snapshot() {
   // updates, expiries, marks) are dead, and only they are removed by
   // compacting. A journal of adds alone is as short as its snapshot would be,
   // so growing a blocklist by loads never rewrites it (counting journal
-  // records instead rewrote the whole store after every few loads: 2 + 4 + 8 M
-  // rules of snapshots for 10 M rules loaded in 2 M parts). Bounds kept: a
+  // records instead rewrote the whole store after every few loads: snapshots
+  // of 2 and 6 M rules for 10 M rules loaded in 2 M parts). Bounds kept: a
   // restart replays fewer than 2 x rules + snapshot_every_ records, and each
   // compaction writes no more records than it removes (docs/store.md, "When").
   if (store_->durable()) {
