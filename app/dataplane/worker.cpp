@@ -121,7 +121,9 @@ constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
 
 template <class M>
 bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
-  if (m.payload_len == 0) return false;
+  // A segment with URG set moves the urgent pointer, payload or not (a bare
+  // ACK may announce a byte of a later segment): see inspect_stream().
+  if (m.payload_len == 0 && (m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpUrg) == 0)) return false;
   if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
     return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass && e.inspect != kQuicDone);
   }
@@ -460,6 +462,22 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   const reasm::StreamRef ref = stream_of(*r.entry);
   const reasm::Segment seg{m.tcp_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
                            m.sport, m.dport};
+  if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
+    // Urgent data in a first flight: the server takes the urgent byte out of
+    // the stream, possibly a byte of a later segment, while the inspector
+    // reads the bytes as sent, so a name could be spelled past it. TLS, HTTP
+    // and DNS clients send none: the flow's client data is dropped, counted
+    // as a conflict (docs/reassembly.md, "Urgent data").
+    reasm::stream_drop_all(ref);
+    bump(st.reasm_conflicts);
+    classify_meta(frame, m, s.keys[i], frame, 0);  // headers only
+    s.inspect_drop[i] = true;
+    return;
+  }
+  if (m.payload_len == 0) {  // URG alone, outside a first flight: nothing to read
+    classify_meta(frame, m, s.keys[i], frame, 0);
+    return;
+  }
   const reasm::StreamCounters before = stream_->counters();
   MessageSink sink{this, i, frame, kinds, false};
   const reasm::Step step = stream_->segment(ref, seg, now, &Worker::on_message, &sink);
@@ -664,7 +682,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
-    if (tracked && m.proto == kProtoTcp && m.payload_len != 0) {
+    if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {

@@ -404,6 +404,48 @@ TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
   }
 }
 
+// The server takes a segment's urgent byte out of its stream (docs/rules.md),
+// and a bare ACK may point it into a later segment: a name spelled with one
+// such byte more must not pass. A client segment with URG in a first flight
+// drops the flow's client data; without URG the same bytes pass. (Before,
+// the stream inspector read the bytes as sent: all three slipped through.)
+TEST_F(Flows, UrgentDataInAFirstFlightDropsTheClientData) {
+  const Conn k;
+  const std::vector<Bytes> hs = k.handshake();
+  std::string hello;
+  for (uint8_t c : tls_client_hello("blocked.example")) hello.push_back(static_cast<char>(c));
+  const std::size_t at = hello.find("blocked") + 3;
+  const std::string spelled = hello.substr(0, at) + "z" + hello.substr(at);  // "blozcked.example"
+  const auto urg = [&](const std::string& bytes, uint32_t off, uint16_t ptr) {
+    return k.c2s(0x38, 101 + off, 501).urgent(ptr).payload(bytes).frame();
+  };
+  const auto ptr = static_cast<uint16_t>(at + 1);  // one past the urgent byte
+  {  // one segment with URG
+    const Bytes seg = urg(spelled, 0, ptr);
+    const auto s = replay(cat(hs, {seg}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{seg}));
+    EXPECT_EQ(s["reassembly"]["conflicts"], 1);
+  }
+  {  // split: the URG segment first, the rest after it
+    const Bytes p1 = urg(spelled.substr(0, 40), 0, ptr <= 40 ? ptr : 40);
+    const Bytes p2 = k.data(spelled.substr(40), 40);
+    replay(cat(hs, {p1, p2}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{p1, p2}));
+  }
+  {  // a bare ACK with URG pointing into the data that follows without it
+    const Bytes bare = k.c2s(0x30, 101, 501).urgent(ptr).frame();
+    const Bytes seg = k.data(spelled);
+    replay(cat(hs, {bare, seg}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{bare, seg}));
+  }
+  {  // the same bytes without urgent data: another name, passed
+    const Bytes seg = k.data(spelled);
+    const auto s = replay(cat(hs, {seg}), "host blocked.example\n");
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(s["reassembly"]["conflicts"], 0);
+  }
+}
+
 // HTTP request heads as the server reads them (issue 11, item 1): a Host cut
 // across segments, a request behind another in one segment, a body that
 // looks like a request, and a download that starts like one.

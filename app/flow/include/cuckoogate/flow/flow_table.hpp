@@ -75,6 +75,7 @@ inline constexpr uint8_t kTcpFin = 0x01;
 inline constexpr uint8_t kTcpSyn = 0x02;
 inline constexpr uint8_t kTcpRst = 0x04;
 inline constexpr uint8_t kTcpAck = 0x10;
+inline constexpr uint8_t kTcpUrg = 0x20;
 
 // FlowEntry::flags.
 inline constexpr uint8_t kFlowBlocked = 0x01;  // sticky block (item 3 of issue 10)
