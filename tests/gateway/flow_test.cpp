@@ -507,6 +507,27 @@ TEST_F(Flows, DnsOverTcpQueriesAreJudged) {
     EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {len}));
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{rest}));
   }
+  // A query padded (EDNS padding option) to 0x15f0 and to 0x1600 bytes: the
+  // second's length prefix starts with 22, a TLS record's first byte. It was
+  // taken for TLS, found invalid, and the flow's inspection ended: passed.
+  for (const std::size_t size : {std::size_t{0x15f0}, std::size_t{0x1600}}) {
+    Bytes padded = dns_query("www.blocked.example");
+    padded[11] = 1;  // ARCOUNT: one OPT record
+    const std::size_t pad = size - padded.size() - 15;
+    const Bytes opt = {0, 0, 41, 0x10, 0, 0, 0, 0, 0, static_cast<uint8_t>((pad + 4) >> 8), static_cast<uint8_t>(pad + 4),
+                       0, 12, static_cast<uint8_t>(pad >> 8), static_cast<uint8_t>(pad)};
+    padded.insert(padded.end(), opt.begin(), opt.end());
+    padded.resize(size, 0);
+    std::string msg(2, '\0');
+    msg[0] = static_cast<char>(size >> 8);
+    msg[1] = static_cast<char>(size);
+    msg.append(padded.begin(), padded.end());
+    std::vector<Bytes> segs;
+    for (std::size_t off = 0; off < msg.size(); off += 1400)
+      segs.push_back(k.data(msg.substr(off, 1400), static_cast<uint32_t>(off)));
+    replay(cat(hs, segs), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{segs.back()})) << size;
+  }
 }
 
 // A connection whose handshake the gateway never saw (issue 11, item 2): the

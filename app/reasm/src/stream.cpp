@@ -165,7 +165,15 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
         return Step::kMessages;
       }
       if (t.status == Frame::kTooLarge) return overflow(s);
-      if (t.status == Frame::kInvalid) return invalid();
+      if (t.status == Frame::kInvalid) {
+        // To port 53, first bytes 22 are as likely a DNS query of 0x16xx
+        // bytes (EDNS padding) as a TLS record: read it as DNS then.
+        if (dport == 53 && *given == 0) {
+          set_phase(s, static_cast<uint8_t>(App::kDns));
+          continue;
+        }
+        return invalid();
+      }
       need_more = true;
     } else if (ph == static_cast<uint8_t>(App::kDns)) {
       const DnsMessage d = detect_dns_tcp(q, left);
