@@ -402,6 +402,33 @@ TEST(ClassifyHttp, AbsoluteFormTakesHostFromTarget) {
   EXPECT_TRUE(user.matches("url example.com/"));
 }
 
+// Found by red-teaming: nginx serves the name before a ':' whatever follows
+// it, and takes the host from an absolute target of any scheme. Both passed
+// a host rule before (a bad port gave no host key at all; only http:// and
+// https:// targets were read).
+TEST(ClassifyHttp, HostsAsServersPickThem) {
+  for (const char* req : {"GET /a HTTP/1.1\r\nHost: a.example:99999\r\n\r\n",
+                          "GET /a HTTP/1.1\r\nHost: a.example:abc\r\n\r\n",
+                          "GET /a HTTP/1.1\r\nHost: a.example:+80\r\n\r\n"}) {
+    const auto c = classify_frame(http(req));
+    EXPECT_TRUE(c.matches("host a.example")) << req;
+    EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << req;  // no url without a port to put in it
+  }
+  for (const char* req : {"GET ws://a.example/chat HTTP/1.1\r\nHost: benign.net\r\n\r\n",
+                          "GET WSS://a.example HTTP/1.1\r\nHost: benign.net\r\n\r\n",
+                          "GET svn+ssh://u@a.example:22/r HTTP/1.1\r\nHost: benign.net\r\n\r\n"}) {
+    const auto c = classify_frame(http(req));
+    EXPECT_TRUE(c.matches("host a.example")) << req;
+    EXPECT_FALSE(c.matches("host benign.net")) << req;
+    EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << req;  // url rules are http://
+  }
+  // Not a scheme: no letter first, or no "://" after it.
+  const auto digit = classify_frame(http("GET 1ws://a.example/ HTTP/1.1\r\nHost: benign.net\r\n\r\n"));
+  EXPECT_TRUE(digit.matches("host benign.net"));
+  const auto colon = classify_frame(http("GET ws:a.example HTTP/1.1\r\nHost: benign.net\r\n\r\n"));
+  EXPECT_TRUE(colon.matches("host benign.net"));
+}
+
 TEST(ClassifyHttp, EveryMethodOnAnyPort) {
   for (const char* m : {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"}) {
     const auto c = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 9999)
@@ -455,8 +482,7 @@ TEST(ClassifyHttp, FragmentInTargetIsDropped) {
 TEST(ClassifyHttp, NoHostNoUrlOrHostKey) {
   for (const char* req : {"GET /a HTTP/1.1\r\n\r\n", "GET /a HTTP/1.1\r\nX-Host: a.b\r\n\r\n",
                           "GET /a HTTP/1.1\r\nHost:\r\n\r\n",
-                          "GET /a HTTP/1.1\r\nAccept: */*\r\n",  // headers cut before Host
-                          "GET /a HTTP/1.1\r\nHost: a.example:99999\r\n\r\n"}) {
+                          "GET /a HTTP/1.1\r\nAccept: */*\r\n"}) {  // headers cut before Host
     const auto c = classify_frame(http(req));
     EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << req;
     EXPECT_EQ(c.count(RuleKind::kHost), 0u) << req;

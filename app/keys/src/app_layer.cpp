@@ -109,9 +109,18 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     find_host_header(p + lf + 1, n - lf - 1, req.authority, req.authority_len);
     return true;
   }
-  const bool http = iequals_prefix(target, tend, "http://");
-  if (http || iequals_prefix(target, tend, "https://")) {  // absolute-form
-    const std::size_t a0 = http ? 7 : 8;
+  // absolute-form: any scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
+  // "-" / "." ) then "://"): a server takes the host from the target
+  // whatever the scheme (nginx: ws://, ftp://). url keys for http only.
+  const auto scheme_char = [](uint8_t c, bool first) {
+    const bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+    return alpha || (!first && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'));
+  };
+  std::size_t sl = 0;
+  while (sl < tend && scheme_char(target[sl], sl == 0)) ++sl;
+  if (sl > 0 && sl + 3 <= tend && std::memcmp(target + sl, "://", 3) == 0) {
+    const bool http = iequals_prefix(target, tend, "http://");
+    const std::size_t a0 = sl + 3;
     std::size_t a1 = a0;
     while (a1 < tend && target[a1] != '/' && target[a1] != '?') ++a1;
     std::size_t ab = a0;  // drop userinfo

@@ -172,7 +172,12 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   detail::HttpRequest req;
   if (!detail::parse_http_request(pl, n, req) || req.authority == nullptr) return;
   detail::AuthorityParts a;
-  if (!detail::split_authority(req.authority, req.authority_len, a)) return;  // no host
+  if (!detail::split_authority(req.authority, req.authority_len, a)) {
+    // A port that is no port (":abc", ":99999"): no url, but nginx still
+    // serves the name before the ':', so its host keys are looked up.
+    if (a.host_len != 0) em.host(req.authority, a.host_len);
+    return;
+  }
   if (req.has_url) em.url(req, a);
   em.host(req.authority, a.host_len);
 }

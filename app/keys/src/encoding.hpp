@@ -238,7 +238,9 @@ struct AuthorityParts {
 };
 
 // Returns false for an empty host, an unterminated '[', anything but ":port"
-// after ']', or a port that is not decimal digits or exceeds 65535.
+// after ']', or a port that is not decimal digits or exceeds 65535. For a bad
+// port alone, res.host_len is set all the same (the host before the ':'):
+// servers such as nginx pick the virtual host by it.
 inline bool split_authority(const uint8_t* in, std::size_t len, AuthorityParts& res) noexcept {
   std::size_t host_end = len;  // end of the host text in `in`
   std::size_t port_pos = len;  // index of the ':' before the port, len if none
