@@ -467,9 +467,9 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
     // the stream, possibly a byte of a later segment, while the inspector
     // reads the bytes as sent, so a name could be spelled past it. TLS, HTTP
     // and DNS clients send none: the flow's client data is dropped, counted
-    // as a conflict (docs/reassembly.md, "Urgent data").
-    reasm::stream_drop_all(ref);
-    bump(st.reasm_conflicts);
+    // as a conflict (docs/reassembly.md, "Urgent data"), once per flow; a
+    // slot holding part of a message is given back.
+    if (stream_->drop(ref)) bump(st.reasm_conflicts);
     classify_meta(frame, m, s.keys[i], frame, 0);  // headers only
     s.inspect_drop[i] = true;
     return;

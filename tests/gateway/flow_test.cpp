@@ -438,6 +438,14 @@ TEST_F(Flows, UrgentDataInAFirstFlightDropsTheClientData) {
     replay(cat(hs, {bare, seg}), "host blocked.example\n");
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{bare, seg}));
   }
+  {  // held bytes, then URG twice: one flow dropped, one conflict counted
+    const Bytes p1 = k.data(spelled.substr(0, 40));
+    const Bytes u1 = k.c2s(0x30, 101 + 40, 501).urgent(1).frame();
+    const Bytes u2 = urg(spelled.substr(40), 40, 1);
+    const auto s = replay(cat(hs, {p1, u1, u2}), "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{u1, u2}));
+    EXPECT_EQ(s["reassembly"]["conflicts"], 1);
+  }
   {  // the same bytes without urgent data: another name, passed
     const Bytes seg = k.data(spelled);
     const auto s = replay(cat(hs, {seg}), "host blocked.example\n");

@@ -279,6 +279,28 @@ TEST(Stream, AHeadLargerThanTheSlotIsAnOverflow) {
   EXPECT_EQ(h.pool->free_slots(), 1u);
 }
 
+// The gateway's drop for urgent data in a first flight: the slot holding
+// the message's first part goes back to the pool at once (not after the
+// idle timeout), later segments are dropped, and a second drop reports that
+// the flow was dropped already (so the caller counts the flow once).
+TEST(Stream, DropGivesBackTheSlotAndReportsAFlowOnce) {
+  Harness h({.slots = 1, .slot_bytes = 4096, .max_pending = 4});
+  Flow f = opened();
+  EXPECT_EQ(h.client(f, kBlocked, 0, 10), Step::kSkip);  // the head's start, held
+  EXPECT_EQ(h.pool->free_slots(), 0u);
+  EXPECT_TRUE(h.insp.drop(f.ref()));
+  EXPECT_EQ(h.pool->free_slots(), 1u);
+  EXPECT_EQ(f.handle, 0u);
+  EXPECT_FALSE(h.insp.drop(f.ref()));
+  EXPECT_TRUE(stream_wants(f.ref(), true));
+  EXPECT_TRUE(stream_wants(f.ref(), false));  // both directions dropped
+  EXPECT_EQ(h.client(f, kBlocked, 10, kBlocked.size() - 10), Step::kDropped);
+  EXPECT_TRUE(h.got.empty());
+  Flow g = opened();  // the slot serves another flow
+  EXPECT_EQ(h.client(g, kGet, 0, 10), Step::kSkip);
+  EXPECT_EQ(h.pool->free_slots(), 0u);
+}
+
 // A copy that differs from held bytes: which one the receiver reads cannot
 // be known, so the flow's client data is dropped from then on.
 TEST(Stream, RewrittenHeldBytesAreAConflictThatDropsTheFlow) {

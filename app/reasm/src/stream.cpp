@@ -73,6 +73,13 @@ void StreamInspector::close(StreamRef s) noexcept {
   s.handle = 0;
 }
 
+bool StreamInspector::drop(StreamRef s) noexcept {
+  if (phase(s) == kPhaseDropped) return false;
+  close(s);
+  set_phase(s, kPhaseDropped);
+  return true;
+}
+
 Step StreamInspector::finish(StreamRef s) noexcept {
   close(s);
   set_phase(s, kPhaseDone);

@@ -94,6 +94,11 @@ class StreamInspector {
       : pool_(pool), scratch_(scratch), cap_(scratch_cap) {}
 
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
+  // Drops the flow's client data from here on, as a conflict does: its slot
+  // is given back and every later segment is kDropped. Returns false (and
+  // changes nothing) if the flow was dropped already, so the caller counts a
+  // flow once. Not counted here: the caller knows why (urgent data).
+  bool drop(StreamRef s) noexcept;
   // Returns the flow's slot, if any (the caller is forgetting the flow).
   void close(StreamRef s) noexcept;
   const StreamCounters& counters() const noexcept { return c_; }
