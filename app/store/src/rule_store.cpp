@@ -552,9 +552,19 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       Status synced;
       if (node_bytes >= NodeArena::kBlockBytes) {  // worth a thread: a block or more to fault in
         try {
-          syncer = std::thread([&] { synced = log_->sync(); });
-        } catch (const std::system_error&) {
-          // No thread to be had: sync first, then fault in (below).
+          syncer = std::thread([&] {
+            // Nothing may escape a thread (std::terminate): an error
+            // building the status (out of memory) is a failed sync.
+            try {
+              synced = log_->sync();
+            } catch (...) {
+              synced = Status(Errc::io_error, "journal sync: out of memory");
+            }
+          });
+        } catch (...) {
+          // No thread to be had (std::system_error, or std::bad_alloc for
+          // its state): sync first, then fault in (below). The records are
+          // written either way, so nothing may leave this function unsynced.
         }
       }
       if (syncer.joinable()) {
