@@ -518,8 +518,19 @@ TEST_F(Flows, DnsOverTcpQueriesAreJudged) {
   // A query padded (EDNS padding option) to 0x15f0 and to 0x1600 bytes: the
   // second's length prefix starts with 22, a TLS record's first byte. It was
   // taken for TLS, found invalid, and the flow's inspection ended: passed.
-  for (const std::size_t size : {std::size_t{0x15f0}, std::size_t{0x1600}}) {
+  // The third, of 0x1603 bytes, also reads as a TLS record holding a
+  // ClientHello (ID 0x1209 and flags 0x0101 make a record of 0x901 bytes,
+  // QDCOUNT a ClientHello of 0x800): to port 53 it is framed as DNS all the
+  // same, and the segment that completes it is dropped, as for the others.
+  // (Before, it was framed as TLS, and the flow was dropped at its first
+  // segment instead.)
+  for (const std::size_t size : {std::size_t{0x15f0}, std::size_t{0x1600}, std::size_t{0x1603}}) {
     Bytes padded = dns_query("www.blocked.example");
+    if (size == 0x1603) {
+      padded[1] = 0x09;  // ID 0x1209
+      padded[3] = 0x01;  // flags 0x0101: RD, and a ClientHello's type byte
+      padded[5] = 0x08;  // QDCOUNT 8: the one question, then nothing
+    }
     padded[11] = 1;  // ARCOUNT: one OPT record
     const std::size_t pad = size - padded.size() - 15;
     const Bytes opt = {0, 0, 41, 0x10, 0, 0, 0, 0, 0, static_cast<uint8_t>((pad + 4) >> 8), static_cast<uint8_t>(pad + 4),

@@ -157,8 +157,12 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
     const uint8_t* q = p + pos;
     const std::size_t left = n - pos;
     uint8_t ph = phase(s);
-    if (ph == 0) {  // the flow's first client bytes (and its port) say what it speaks
-      ph = static_cast<uint8_t>(q[0] == 22 ? App::kTls : dport == 53 ? App::kDns : App::kHttp);
+    if (ph == 0) {  // the flow's port, else its first client bytes say what it speaks
+      // To port 53 always DNS: classify() reads port 53's bytes as DNS
+      // whatever they are, and a query of 0x16xx bytes begins like a TLS
+      // record (its length's first byte is 22), with a header that can
+      // read as a ClientHello's.
+      ph = static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 ? App::kTls : App::kHttp);
       set_phase(s, ph);
     }
     std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
@@ -172,15 +176,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
         return Step::kMessages;
       }
       if (t.status == Frame::kTooLarge) return overflow(s);
-      if (t.status == Frame::kInvalid) {
-        // To port 53, first bytes 22 are as likely a DNS query of 0x16xx
-        // bytes (EDNS padding) as a TLS record: read it as DNS then.
-        if (dport == 53 && *given == 0) {
-          set_phase(s, static_cast<uint8_t>(App::kDns));
-          continue;
-        }
-        return invalid();
-      }
+      if (t.status == Frame::kInvalid) return invalid();
       need_more = true;
     } else if (ph == static_cast<uint8_t>(App::kDns)) {
       const DnsMessage d = detect_dns_tcp(q, left);
