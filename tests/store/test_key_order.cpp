@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -115,24 +113,6 @@ TEST(KeyOrder, LargeBatchesShuffledSortedAndReversed) {
   ASSERT_EQ(sorted(keys), reference(keys)) << "reversed, CG_SEED=" << seed;
 }
 
-// The VmFlags of the mapping that holds p (/proc/self/smaps), "" if none.
-std::string vm_flags_of(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  while (std::getline(smaps, line)) {
-    std::uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= a && a < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line;
-    }
-  }
-  return "";
-}
 
 // A large batch's items live in memory of their own, aligned to 2 MiB and
 // advised for huge pages ("hg" in VmFlags, whatever the system's THP mode),
@@ -145,15 +125,19 @@ TEST(KeyOrder, ItemsOfALargeBatchLiveInHugePageAdvisedMemory) {
   std::uint64_t* p = alloc.allocate(big);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % mem::kHugePage, 0u);
-  const std::string flags = vm_flags_of(p);
-  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  const std::string flags = test::vm_flags_of(p);
+  // (Under qemu-user madvise() is accepted and never reaches the kernel: no
+  // advice to see there; the rest of the test still runs.)
+  if (test::madvise_reaches_kernel()) {
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  }
   for (std::size_t i = 0; i < big; ++i) p[i] = i;
   EXPECT_EQ(std::accumulate(p, p + big, std::uint64_t{0}), std::uint64_t{big} * (big - 1) / 2);
   alloc.deallocate(p, big);
   std::uint64_t* q = alloc.allocate(16);
   ASSERT_NE(q, nullptr);
   for (std::size_t i = 0; i < 16; ++i) q[i] = i;
-  EXPECT_EQ(vm_flags_of(q).find(" hg"), std::string::npos);
+  EXPECT_EQ(test::vm_flags_of(q).find(" hg"), std::string::npos);
   alloc.deallocate(q, 16);
 
   const std::uint64_t seed = test::test_seed();

@@ -14,6 +14,7 @@
 
 #include "cuckoogate/store/epoch.hpp"
 #include "cuckoogate/store/skiplist_map.hpp"
+#include "test_util.hpp"
 
 namespace cg::store {
 namespace {
@@ -139,7 +140,10 @@ TEST(NodeArena, PrefaultMapsAndFaultsInBlocksThatAllocateThenUses) {
   EXPECT_EQ(o.a->stats().blocks, 3U);
   o.a->prefault(3 * kRoom);  // already there: nothing more
   EXPECT_EQ(o.a->stats().blocks, 3U);
-  // Every page of a block mapped ahead is resident before a node is put there.
+  // Every page of a block mapped ahead is resident before a node is put there
+  // (where madvise reaches the kernel: under qemu-user MADV_POPULATE_WRITE is
+  // accepted and ignored, so the pages fault in at first use instead).
+  const bool advice_seen = test::madvise_reaches_kernel();
   char* first = static_cast<char*>(o.a->allocate(kNode));
   auto* block = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(first) & ~(NodeArena::kBlockBytes - 1));
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -147,7 +151,9 @@ TEST(NodeArena, PrefaultMapsAndFaultsInBlocksThatAllocateThenUses) {
   ASSERT_EQ(::mincore(block, NodeArena::kBlockBytes, resident.data()), 0);
   std::size_t in = 0;
   for (unsigned char r : resident) in += r & 1;
-  EXPECT_EQ(in, resident.size());
+  if (advice_seen) {
+    EXPECT_EQ(in, resident.size());
+  }
   // Three blocks' worth of nodes come from the three blocks.
   std::vector<void*> nodes{first};
   while (nodes.size() < 3 * (kRoom / kNode)) nodes.push_back(o.a->allocate(kNode));
