@@ -259,6 +259,84 @@ TEST(SkipListMap, OrderedFinderMatchesFind) {
   EXPECT_GT(found, m.size() / 2);
 }
 
+// A bulk load's presence check and insert share one walk: the finder leaves a
+// Hint per absent key, the inserter starts its level-0 walk there (or at the
+// node it linked last) and searches the index only for a node with a tower.
+// Same results and the same map as insert(); also when the map changed
+// between the find and the insert (hinted nodes erased, keys inserted next to
+// them, hints handed to the wrong key: each case falls back to a search).
+TEST(SkipListMap, HintedOrderedInsertMatchesSingleInserts) {
+  std::mt19937_64 rng(test::test_seed());
+  for (int round = 0; round < 4; ++round) {
+    SkipListMap<Meta> single(round + 7), bulk(round + 7);
+    for (int i = 0; i < 8000; ++i) {
+      const std::string k = "k" + std::to_string(rng() % 40000);
+      ASSERT_EQ(single.insert(k, Meta{1, "pre"}), bulk.insert(k, Meta{1, "pre"}));
+    }
+    std::vector<std::string> keys;
+    for (int i = 0; i < 20000; ++i) keys.push_back("k" + std::to_string(rng() % 40000));
+    for (int i = 0; i < 50; ++i) keys.push_back(random_key(rng));  // odd bytes, short keys
+    for (int i = 0; i < 6000; ++i) keys.push_back("zz" + std::to_string(i));  // past the end: one hint, past a re-pin
+    keys.push_back("");
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    using Hint = SkipListMap<Meta>::Hint;
+    EpochDomain::Guard pinned = bulk.domain().pin();  // hinted nodes stay memory until the inserts
+    std::vector<Hint> hints(keys.size());
+    {
+      auto f = bulk.ordered_finder();
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i].empty()) continue;
+        if (f.find(keys[i], &hints[i]) == nullptr) {
+          ASSERT_TRUE(static_cast<bool>(hints[i]));
+        } else {
+          hints[i] = Hint();  // present: inserted without a hint, as a bulk load does
+        }
+      }
+    }
+    if (round == 1 || round == 3) {
+      // The map moves between the finds and the inserts: present keys erased
+      // (hinted nodes among them), others inserted next to them.
+      for (int i = 0; i < 3000; ++i) {
+        const std::string k = "k" + std::to_string(rng() % 40000);
+        ASSERT_EQ(single.erase(k), bulk.erase(k));
+        const std::string j = "k" + std::to_string(rng() % 40000) + "a";
+        ASSERT_EQ(single.insert(j, Meta{2, "mid"}), bulk.insert(j, Meta{2, "mid"}));
+      }
+    }
+    if (round == 2) std::rotate(hints.begin(), hints.begin() + 1, hints.end());  // each key gets the next key's hint
+    // Rounds 0 and 1 as a bulk load does it: the inserter under the pin.
+    auto ins = round < 2 ? bulk.ordered_inserter(pinned) : bulk.ordered_inserter();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].empty()) continue;
+      const InsertResult a = single.insert(keys[i], Meta{i, keys[i]});
+      const InsertResult b = ins.insert(keys[i], Meta{i, keys[i]}, hints[i]);
+      ASSERT_EQ(a, b) << "round " << round << " key " << i;
+    }
+    // A key not greater than the last one, with a hint of its own.
+    Hint back;
+    ASSERT_EQ(bulk.ordered_finder().find("k0a", &back), nullptr);
+    ASSERT_EQ(single.insert("k0a", Meta{9, "back"}), InsertResult::inserted);
+    ASSERT_EQ(ins.insert("k0a", Meta{9, "back"}, back), InsertResult::inserted);
+    EXPECT_EQ(drain(bulk.scan()), drain(single.scan()));
+    EXPECT_EQ(bulk.size(), single.size());
+    // Without changes between find and insert, every hinted key is absent,
+    // so the towers are drawn in the same order: the same nodes.
+    if (round == 0) {
+      EXPECT_EQ(bulk.memory_bytes(), single.memory_bytes());
+    }
+    for (const auto& k : keys) {
+      if (!k.empty()) {
+        ASSERT_TRUE(bulk.contains(k)) << testing::PrintToString(k);
+      }
+    }
+    for (std::size_t i = 0; i < keys.size(); i += 3) {
+      ASSERT_EQ(bulk.erase(keys[i]), single.erase(keys[i]));
+    }
+    EXPECT_EQ(drain(bulk.scan()), drain(single.scan()));
+  }
+}
+
 TEST(SkipListMap, LargeSequentialInsertEraseReclaimsEverything) {
   SkipListMap<Meta> m(7);
   const int n = test::kSlowBuild ? 20000 : 100000;

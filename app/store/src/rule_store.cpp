@@ -1,5 +1,7 @@
 #include "cuckoogate/store/rule_store.hpp"
 
+#include "cuckoogate/store/key_order.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <system_error>
@@ -442,18 +444,31 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
   std::vector<std::uint32_t> updates;
   std::vector<StoreRecord> recs;  // recs[u]: the record of entries[updates[u]]
   entries.reserve(reqs.size());
+  // The presence check and the insert share one ordered walk: per entry,
+  // where the check's level-0 walk left its key (SkipListMap::Hint; empty
+  // for an update), so that the insert after the sync starts there and, for
+  // a node without a tower (3 in 4), searches no index. The domain stays
+  // pinned from the check to the insert, so no hinted node is freed. Nothing
+  // else moves meanwhile: every writer of the map holds write_mu_. 8 bytes
+  // an entry, on huge pages from 2 MiB up (BulkAllocator).
+  using Hint = decltype(rules_)::Hint;
+  std::vector<Hint, BulkAllocator<Hint>> hints;
+  hints.reserve(reqs.size());
+  EpochDomain::Guard hinted = rules_.domain().pin();
   const std::uint64_t first_id = log_ ? log_->next_seq() : mem_seq_ + 1;
   std::uint64_t next_id = first_id;
   // One pass in the order req_of gives; false (nothing kept) when a key is
   // below the one before it.
   const auto look_up = [&]() -> bool {
     entries.clear();
+    hints.clear();
     updates.clear();
     recs.clear();
     next_id = first_id;
     std::string_view prev;  // the key of the last request looked up
     bool have_prev = false;
     bool past_end = false;  // every key from here on is absent: no search
+    Hint at;                // past the end: where the last search ended, before every key
     // Each search starts where the previous one ended. Once a search finds no
     // rule at or after its key, the larger keys that follow are absent too
     // (every writer holds write_mu_), so a load into an empty store, or past
@@ -476,10 +491,11 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       }
       prev = q.key;
       have_prev = true;
-      const PackedMeta* p = past_end ? nullptr : finder.find(q.key);  // valid until the next find
+      const PackedMeta* p = past_end ? nullptr : finder.find(q.key, &at);  // valid until the next find
       past_end = past_end || finder.past_end();
       if (p == nullptr) {
         entries.push_back(i);
+        hints.push_back(at);
         ++next_id;
         continue;
       }
@@ -494,9 +510,10 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &present, set_name(present.set_id), &unused));
       updates.push_back(static_cast<std::uint32_t>(entries.size()));
       entries.push_back(i);
+      hints.push_back(Hint());
     }
     return true;
-  };  // the finder's pin ends with each pass, before the journal's I/O
+  };  // the finder's own pin ends with each pass; `hinted` stays
   if (!look_up()) {
     order.resize(reqs.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
@@ -584,11 +601,19 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
     note_synced();
   }
   if (!log_) mem_seq_ = next_id - 1;
+  // An update erases its rule's old node (apply_in_memory): with nodes
+  // retired, a pin held through the inserts would hold back their
+  // reclamation, and past 16 384 waiting every retire yields the CPU
+  // (EpochDomain). Then no hints (searches from the fingers, as before).
+  const bool use_hints = updates.empty();
+  if (!use_hints) hinted.release();
   std::string_view last_set;
   std::uint32_t last_set_id = intern_set(last_set);
   // Entries are in strictly increasing key order: one ordered pass through
   // the skip list, each search from where the previous insert ended.
-  auto inserter = rules_.ordered_inserter();
+  // With hints the inserter keeps its fingers and last node under `hinted`
+  // (keys past the map's end share one hint: the last node makes each one step).
+  auto inserter = use_hints ? rules_.ordered_inserter(hinted) : rules_.ordered_inserter();
   Walk w{updates, recs, 0, first_id};
   for (std::size_t e = 0; e < entries.size(); ++e) {
     if (StoreRecord* r = w.update(e)) {
@@ -610,7 +635,7 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
     if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id});
-    inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id));
+    inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id), use_hints ? hints[e] : Hint());
   }
   return Status::Ok();
 }

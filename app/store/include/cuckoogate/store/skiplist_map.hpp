@@ -102,7 +102,17 @@ class SkipListMap {
   class OrderedInserter;
   // For many inserts in increasing key order from one thread (a bulk load):
   // see OrderedInserter.
-  OrderedInserter ordered_inserter() { return OrderedInserter(this); }
+  OrderedInserter ordered_inserter() { return OrderedInserter(this, false); }
+  // The same for a caller that keeps the domain pinned by `pinned` for the
+  // inserter's whole life (a Guard of domain(), destroyed after it): the
+  // inserter then keeps its fingers and the last node it linked for good
+  // instead of dropping them every Fingers::kRepin keys. For hinted inserts
+  // (OrderedInserter::insert with a Hint), where the hint of a key past the
+  // end of the map is the same node for every such key and the last node is
+  // what makes it one step (after a drop the walk would start at that hint).
+  OrderedInserter ordered_inserter(const EpochDomain::Guard& pinned) {
+    return OrderedInserter(this, pinned.active());
+  }
   class OrderedFinder;
   // For many lookups in increasing key order from one thread: see OrderedFinder.
   OrderedFinder ordered_finder() const { return OrderedFinder(this); }
@@ -349,8 +359,10 @@ class SkipListMap {
   void help_delete(Node* b, Node* n, Node* f);
   Node* seek_ge(std::string_view key) const;
   // seek_ge() with fingers (see search_index); preds receives the per-level
-  // predecessors the last search found. The caller has pinned the domain.
-  Node* seek_ge_at(std::string_view key, Node* const* fingers, Node** preds) const;
+  // predecessors the last search found, *before0 (when given) the last node
+  // the level-0 walk left behind: the head or a node with a key < `key`,
+  // live when the walk passed it. The caller has pinned the domain.
+  Node* seek_ge_at(std::string_view key, Node* const* fingers, Node** preds, Node** before0 = nullptr) const;
   Node* find_node(std::string_view key) const;
   void unlink_deleted(std::string_view key);
   // Returns the number of index levels it linked z into (all of them unless
@@ -358,9 +370,14 @@ class SkipListMap {
   int build_tower(DataNode* z, Node** preds, Node** succs);
   // insert(); with fingers (see search_index), and *linked = the index levels
   // the new node was linked into (0 when not inserted). preds receives the
-  // per-level predecessors of `key` the last search found.
+  // per-level predecessors of `key` the last search found; *searched says
+  // whether there was one. start0 (may be null): the head or a node with a
+  // key < `key` that was linked at level 0 (and is kept from being freed by
+  // the caller's pin), where the level-0 walk may start: a new node without
+  // a tower then needs no index search at all, one with a tower starts its
+  // level-0 walk from the later of start0 and the index search's result.
   InsertResult insert_at(std::string_view key, V&& value, Node* const* fingers, Node** preds, int* linked,
-                         Node** node);
+                         Node** node, Node* start0 = nullptr, bool* searched = nullptr);
   void release_ref(Node* n) const noexcept {
     // acq_rel: the last owner sees every unlink the other owner performed.
     if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -428,6 +445,25 @@ class SkipListMap {
     Node* cur_ = nullptr;
   };
 
+  // Where a lookup of an OrderedFinder left its key at level 0 (the head or a
+  // node with a smaller key, live when the walk passed it): an insert of that
+  // key through an OrderedInserter may start its level-0 walk there instead
+  // of searching the index (a bulk load's presence check and its insert
+  // share one ordered walk; docs/store.md, "Ordered bulk insert"). Valid only
+  // while the domain stays pinned from the find to the insert (the node may
+  // be deleted meanwhile: the insert then searches as without it); an empty
+  // Hint is no hint.
+  class Hint {
+   public:
+    Hint() noexcept = default;
+    explicit operator bool() const noexcept { return n_ != nullptr; }
+
+   private:
+    friend class SkipListMap;
+    explicit Hint(Node* n) noexcept : n_(n) {}
+    Node* n_ = nullptr;
+  };
+
   // Per index level, a finger: a node that was linked at that level with a
   // key below the previous key of an increasing sequence, where the next
   // search may start instead of the head (docs/store.md, "Ordered bulk
@@ -440,10 +476,13 @@ class SkipListMap {
     static constexpr std::size_t kRepin = 4096;
 
    protected:
-    explicit Fingers(EpochDomain* d) : domain_(d) {}
+    // held: the caller pins the domain for this object's life (no re-pins,
+    // nothing dropped).
+    explicit Fingers(EpochDomain* d, bool held = false) : domain_(d), held_(held) {}
     // Before a step for `key`: pins, and returns the fingers if they are
     // valid starts for it (key greater than the previous step's), else null.
     Node* const* begin(std::string_view key) {
+      if (held_) return have_ && key > std::string_view(last_) ? fingers_ : nullptr;
       if (since_pin_ == kRepin) {
         guard_.release();
         since_pin_ = 0;
@@ -454,16 +493,28 @@ class SkipListMap {
     }
     // After it: index levels below `linked` get `node` (linked there, key =
     // this key), the others the step's predecessors there (key < this key).
-    void end(std::string_view key, Node* const* preds, int linked, Node* node) {
-      for (int l = 0; l < kMaxHeight; ++l) fingers_[l] = l < linked ? node : preds[l];
+    // A step that made no index search (searched false: it linked a node
+    // without a tower, from a hint) leaves the fingers as they were: linked
+    // with keys below the previous key, so below this one too.
+    void end(std::string_view key, Node* const* preds, int linked, Node* node, bool searched = true) {
+      if (searched) {
+        for (int l = 0; l < kMaxHeight; ++l) fingers_[l] = l < linked ? node : preds[l];
+      }
+      last_node_ = node;
       have_ = true;
       last_.assign(key);
     }
+    // The node the previous step linked at level 0 (null if none); like the
+    // fingers, usable only when begin() returned them.
+    Node* last_node() const noexcept { return last_node_; }
+    bool held() const noexcept { return held_; }
 
    private:
     EpochDomain* domain_;
+    bool held_;
     EpochDomain::Guard guard_;
     Node* fingers_[kMaxHeight] = {};
+    Node* last_node_ = nullptr;
     bool have_ = false;
     std::size_t since_pin_ = 0;
     std::string last_;
@@ -476,19 +527,36 @@ class SkipListMap {
   class OrderedInserter : public Fingers {
    public:
     OrderedInserter(OrderedInserter&&) noexcept = default;
-    InsertResult insert(std::string_view key, V&& value) {
+    InsertResult insert(std::string_view key, V&& value) { return insert(key, std::move(value), Hint()); }
+    // The same, the level-0 walk starting from `at` (OrderedFinder::find's
+    // hint for this key, the domain pinned since) or from the node this
+    // inserter linked last, whichever is further along (both have smaller
+    // keys): a node without a tower (3 in 4) is then linked without an
+    // index search. An empty hint: insert(key, value).
+    InsertResult insert(std::string_view key, V&& value, Hint at) {
       Node* const* fingers = this->begin(key);
+      // Without a hint the last node is no start: keys far apart would
+      // walk level 0 all the way between them. Nor is a hint alone right
+      // after a re-pin dropped the last node: keys past the map's end share
+      // one hint, and the walk from it would pass every node linked since.
+      Node* start = fingers != nullptr || this->held() ? at.n_ : nullptr;
+      if (Node* last = start != nullptr && fingers != nullptr ? this->last_node() : nullptr; last != nullptr) {
+        if (start == map_->head_ || compare(start, key_of(last), static_cast<const DataNode*>(last)->prefix()) < 0)
+          start = last;
+      }
       Node* preds[kMaxHeight];
       int linked = 0;
       Node* node = nullptr;
-      const InsertResult r = map_->insert_at(key, std::move(value), fingers, preds, &linked, &node);
-      this->end(key, preds, linked, node);
+      bool searched = false;
+      const InsertResult r =
+          map_->insert_at(key, std::move(value), fingers, preds, &linked, &node, start, &searched);
+      this->end(key, preds, linked, r == InsertResult::inserted ? node : nullptr, searched);
       return r;
     }
 
    private:
     friend class SkipListMap;
-    explicit OrderedInserter(SkipListMap* m) : Fingers(m->domain_), map_(m) {}
+    OrderedInserter(SkipListMap* m, bool held) : Fingers(m->domain_, held), map_(m) {}
     SkipListMap* map_;
   };
 
@@ -500,10 +568,15 @@ class SkipListMap {
   class OrderedFinder : public Fingers {
    public:
     OrderedFinder(OrderedFinder&&) noexcept = default;
-    const V* find(std::string_view key) {
+    const V* find(std::string_view key) { return find(key, nullptr); }
+    // The same; *at (when given) receives where the walk left the key at
+    // level 0, for OrderedInserter::insert of this key.
+    const V* find(std::string_view key, Hint* at) {
       Node* const* fingers = this->begin(key);
       Node* preds[kMaxHeight];
-      Node* n = map_->seek_ge_at(key, fingers, preds);
+      Node* before = nullptr;
+      Node* n = map_->seek_ge_at(key, fingers, preds, at != nullptr ? &before : nullptr);
+      if (at != nullptr) *at = Hint(before);
       this->end(key, preds, 0, nullptr);
       past_end_ = n == nullptr;
       if (n == nullptr || compare(n, key, prefix_of(key)) != 0) return nullptr;
@@ -670,7 +743,7 @@ typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge(std::string_view key) con
 
 template <class V>
 typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge_at(std::string_view key, Node* const* fingers,
-                                                          Node** preds) const {
+                                                          Node** preds, Node** before0) const {
   const std::uint64_t kp = prefix_of(key);
   Node* succs[kMaxHeight];
   for (;;) {
@@ -679,8 +752,10 @@ typename SkipListMap<V>::Node* SkipListMap<V>::seek_ge_at(std::string_view key, 
     Node* n = b->next.load(std::memory_order_acquire);
     if (b->kind == Node::kData && is_deleted(b)) continue;
     for (n = skip_dead(n); n != nullptr && compare(n, key, kp) < 0;) {
+      b = n;  // live when skip_dead returned it, key < key
       n = skip_dead(n->next.load(std::memory_order_acquire));
     }
+    if (before0 != nullptr) *before0 = b;
     return n;
   }
 }
@@ -731,14 +806,37 @@ InsertResult SkipListMap<V>::insert(std::string_view key, V&& value) {
 // The caller has pinned the domain.
 template <class V>
 InsertResult SkipListMap<V>::insert_at(std::string_view key, V&& value, Node* const* fingers, Node** preds,
-                                       int* linked, Node** node_out) {
+                                       int* linked, Node** node_out, Node* start0, bool* searched) {
   const std::uint64_t kp = prefix_of(key);
   Node* succs[kMaxHeight];
   DataNodeHolder z;  // owned until published
   *linked = 0;
+  if (searched != nullptr) *searched = false;
+  // A start for level 0 must be the head or have a smaller key (a caller's
+  // slip only costs the shortcut).
+  if (start0 != nullptr && start0 != head_ && compare(start0, key, kp) >= 0) start0 = nullptr;
   for (;;) {
-    Node* b = search_index(key, false, preds, succs, fingers);
-    fingers = nullptr;  // a retry searches from the head
+    Node* b;
+    if (start0 != nullptr) {
+      // The node is made first: its height decides whether the index must
+      // be searched (for the tower's neighbours). With a hint the key is
+      // expected absent; if present after all, the node is never published.
+      if (z.p == nullptr) z.p = DataNode::create(*arena_, key, std::move(value), random_height());
+      b = start0;
+      start0 = nullptr;  // one try: a retry searches
+      if (z.p->height > 0) {
+        Node* x = search_index(key, false, preds, succs, fingers);
+        fingers = nullptr;
+        if (searched != nullptr) *searched = true;
+        // Both are linked at level 0 with keys < key: start at the later.
+        if (b == head_ || (x != head_ && compare(b, key_of(x), static_cast<const DataNode*>(x)->prefix()) < 0))
+          b = x;
+      }
+    } else {
+      b = search_index(key, false, preds, succs, fingers);
+      fingers = nullptr;  // a retry searches from the head
+      if (searched != nullptr) *searched = true;
+    }
     Node* n = b->next.load(std::memory_order_acquire);
     for (;;) {
       if (n != nullptr) {
