@@ -217,7 +217,12 @@ TEST(SkipListMapConcurrency, ContendedKeysKeepInsertEraseBalance) {
 // exactly once, in order, by every scan; every key only the inserter adds
 // is `inserted` (the churner's may be `exists`), and at the end all of them
 // are there, and a full scan is strictly increasing and counts size().
-TEST(SkipListMapConcurrency, OrderedInsertWithConcurrentReadersAndErasers) {
+// hinted: as a bulk load does it (docs/store.md, "One walk for the check and
+// the insert"): an ordered finder leaves a hint per key first, and the
+// inserter, under the same pin, starts from it. The hint of each key 8j+3 is
+// taken just after the churned key 8j+1, so it is that node when it was
+// present: erased and re-inserted under the inserter's feet.
+void ordered_insert_under_churn(bool hinted) {
   const std::uint64_t seed = test::test_seed();
   const int n = test::stress_duration(1000).count() >= 1000 ? 200000 : 60000;
   SkipListMap<Meta> m(seed);
@@ -261,10 +266,23 @@ TEST(SkipListMapConcurrency, OrderedInsertWithConcurrentReadersAndErasers) {
     }
   });
   {
-    auto ins = m.ordered_inserter();
+    using Hint = SkipListMap<Meta>::Hint;
+    EpochDomain::Guard pinned;
+    std::vector<Hint> hints;
+    if (hinted) {
+      pinned = m.domain().pin();
+      hints.resize(static_cast<std::size_t>(n));
+      auto f = m.ordered_finder();
+      for (int i = 1; i < n; i += 2) {
+        const std::string at = i % 8 == 3 ? key_of(i - 2) + '\x01' : key_of(i);
+        (void)f.find(at, &hints[static_cast<std::size_t>(i)]);
+      }
+    }
+    auto ins = hinted ? m.ordered_inserter(pinned) : m.ordered_inserter();
     for (int i = 1; i < n; i += 2) {
       const std::string k = key_of(i);
-      const InsertResult r = ins.insert(k, {check_of(k), k});
+      const InsertResult r = hinted ? ins.insert(k, {check_of(k), k}, hints[static_cast<std::size_t>(i)])
+                                    : ins.insert(k, {check_of(k), k});
       if (i % 8 != 1) {
         ASSERT_EQ(r, InsertResult::inserted) << k;  // nobody else touches it
       }
@@ -285,6 +303,12 @@ TEST(SkipListMapConcurrency, OrderedInsertWithConcurrentReadersAndErasers) {
   }
   EXPECT_EQ(count, m.size());
   std::printf("[ stats    ] lookups=%ld scans=%ld\n", reads.load(), scans.load());
+}
+
+TEST(SkipListMapConcurrency, OrderedInsertWithConcurrentReadersAndErasers) { ordered_insert_under_churn(false); }
+
+TEST(SkipListMapConcurrency, HintedOrderedInsertWithConcurrentReadersAndErasers) {
+  ordered_insert_under_churn(true);
 }
 
 // Reclamation keeps up with churn (issue 13, finding 7). Three threads erase
