@@ -313,11 +313,18 @@ TEST(SkipListMap, HintedOrderedInsertMatchesSingleInserts) {
       const InsertResult b = ins.insert(keys[i], Meta{i, keys[i]}, hints[i]);
       ASSERT_EQ(a, b) << "round " << round << " key " << i;
     }
-    // A key not greater than the last one, with a hint of its own.
+    // A key not greater than the last one, with a hint of its own ("k0-":
+    // no key above is made like it, "kNa" of rounds 1 and 3 may be "k0a").
     Hint back;
-    ASSERT_EQ(bulk.ordered_finder().find("k0a", &back), nullptr);
-    ASSERT_EQ(single.insert("k0a", Meta{9, "back"}), InsertResult::inserted);
-    ASSERT_EQ(ins.insert("k0a", Meta{9, "back"}, back), InsertResult::inserted);
+    ASSERT_EQ(bulk.ordered_finder().find("k0-", &back), nullptr);
+    ASSERT_EQ(single.insert("k0-", Meta{9, "back"}), InsertResult::inserted);
+    ASSERT_EQ(ins.insert("k0-", Meta{9, "back"}, back), InsertResult::inserted);
+    // Then keys above it, far below where the load ended, without hints:
+    // the fingers the load left lie above them, so these must search.
+    for (char c = 'b'; c <= 'z'; ++c) {
+      const std::string k = std::string("k0") + c;
+      ASSERT_EQ(ins.insert(k, Meta{10, "after"}, Hint()), single.insert(k, Meta{10, "after"})) << k;
+    }
     EXPECT_EQ(drain(bulk.scan()), drain(single.scan()));
     EXPECT_EQ(bulk.size(), single.size());
     // Without changes between find and insert, every hinted key is absent,

@@ -495,7 +495,8 @@ class SkipListMap {
     // this key), the others the step's predecessors there (key < this key).
     // A step that made no index search (searched false: it linked a node
     // without a tower, from a hint) leaves the fingers as they were: linked
-    // with keys below the previous key, so below this one too.
+    // with keys below the previous key, so below this one too (a hint is
+    // taken without fingers only while none are held; see insert()).
     void end(std::string_view key, Node* const* preds, int linked, Node* node, bool searched = true) {
       if (searched) {
         for (int l = 0; l < kMaxHeight; ++l) fingers_[l] = l < linked ? node : preds[l];
@@ -508,6 +509,8 @@ class SkipListMap {
     // fingers, usable only when begin() returned them.
     Node* last_node() const noexcept { return last_node_; }
     bool held() const noexcept { return held_; }
+    // Fingers are held (whether or not valid for the next key).
+    bool holds_fingers() const noexcept { return have_; }
 
    private:
     EpochDomain* domain_;
@@ -539,7 +542,11 @@ class SkipListMap {
       // walk level 0 all the way between them. Nor is a hint alone right
       // after a re-pin dropped the last node: keys past the map's end share
       // one hint, and the walk from it would pass every node linked since.
-      Node* start = fingers != nullptr || this->held() ? at.n_ : nullptr;
+      // Nor is it after a key not above the previous one while fingers are
+      // held: a step from a hint leaves the fingers as they are, and they
+      // lie above this key and maybe the next, whose search would start
+      // there; that key searches from the head and resets them.
+      Node* start = fingers != nullptr || (this->held() && !this->holds_fingers()) ? at.n_ : nullptr;
       if (Node* last = start != nullptr && fingers != nullptr ? this->last_node() : nullptr; last != nullptr) {
         if (start == map_->head_ || compare(start, key_of(last), static_cast<const DataNode*>(last)->prefix()) < 0)
           start = last;
