@@ -1,12 +1,12 @@
 #include "cuckoogate/store/rule_store.hpp"
 
-#include "cuckoogate/store/key_order.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+
+#include "cuckoogate/store/key_order.hpp"  // BulkAllocator
 
 namespace cg::store {
 

@@ -357,6 +357,13 @@ class SkipListMap {
   Node* search_index(std::string_view key, bool purge_equal, Node** preds, Node** succs,
                      Node* const* fingers = nullptr) const;
   void help_delete(Node* b, Node* n, Node* f);
+  // Of two level-0 starts for one key (each the head or a node with a
+  // smaller key), the one further along.
+  Node* later_start(Node* a, Node* b) const noexcept {
+    if (a == head_) return b;
+    if (b == head_) return a;
+    return compare(a, key_of(b), static_cast<const DataNode*>(b)->prefix()) < 0 ? b : a;
+  }
   Node* seek_ge(std::string_view key) const;
   // seek_ge() with fingers (see search_index); preds receives the per-level
   // predecessors the last search found, *before0 (when given) the last node
@@ -547,10 +554,8 @@ class SkipListMap {
       // lie above this key and maybe the next, whose search would start
       // there; that key searches from the head and resets them.
       Node* start = fingers != nullptr || (this->held() && !this->holds_fingers()) ? at.n_ : nullptr;
-      if (Node* last = start != nullptr && fingers != nullptr ? this->last_node() : nullptr; last != nullptr) {
-        if (start == map_->head_ || compare(start, key_of(last), static_cast<const DataNode*>(last)->prefix()) < 0)
-          start = last;
-      }
+      if (Node* last = start != nullptr && fingers != nullptr ? this->last_node() : nullptr; last != nullptr)
+        start = map_->later_start(start, last);
       Node* preds[kMaxHeight];
       int linked = 0;
       Node* node = nullptr;
@@ -835,9 +840,7 @@ InsertResult SkipListMap<V>::insert_at(std::string_view key, V&& value, Node* co
         Node* x = search_index(key, false, preds, succs, fingers);
         fingers = nullptr;
         if (searched != nullptr) *searched = true;
-        // Both are linked at level 0 with keys < key: start at the later.
-        if (b == head_ || (x != head_ && compare(b, key_of(x), static_cast<const DataNode*>(x)->prefix()) < 0))
-          b = x;
+        b = later_start(b, x);  // both linked at level 0 with keys < key
       }
     } else {
       b = search_index(key, false, preds, succs, fingers);
