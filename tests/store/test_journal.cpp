@@ -65,11 +65,12 @@ std::size_t offset_of(std::uint64_t i) {
   return off;
 }
 
-void expect_records(const Recovered& r, std::uint64_t n) {
+// Journal records 1..n were replayed, record i with payload(i).
+void expect_records(const Recovered& r, std::uint64_t n, std::string (*payload)(std::uint64_t) = payload_of) {
   ASSERT_EQ(r.journal.size(), n);
   for (std::uint64_t i = 1; i <= n; ++i) {
     ASSERT_EQ(r.journal[i - 1].first, i);
-    ASSERT_EQ(r.journal[i - 1].second, payload_of(i));
+    ASSERT_TRUE(r.journal[i - 1].second == payload(i)) << "record " << i;
   }
 }
 
@@ -226,6 +227,96 @@ TEST(DurableLogCorruption, SalvageKeepsThePrefixAndSetsTheDamagedFileAside) {
   ASSERT_TRUE(again.status.ok()) << again.status.to_string();
   ASSERT_EQ(again.journal.size(), 40U);
   EXPECT_EQ(again.journal.back(), (std::pair<std::uint64_t, std::string>(40, "after-salvage")));
+}
+
+// Recovery reads a file through an 8 MiB window (fsu::FileWindow), not whole:
+// files of several windows, with records of up to kMaxPayload that straddle
+// the window's end, read exactly as a file read whole.
+std::string big_payload(std::uint64_t i) {
+  static constexpr std::size_t kSizes[] = {kMaxPayload, 1, 700001, 3, 65536 + 5, kMaxPayload - 7, 0, 999999};
+  std::string p(kSizes[i % std::size(kSizes)], '\0');
+  for (std::size_t k = 0; k < p.size(); k += 4093) p[k] = static_cast<char>(i * 31 + k);
+  if (!p.empty()) p.back() = static_cast<char>(i);
+  return p;
+}
+constexpr std::uint64_t kBigRecords = 40;  // ~19 MiB: three windows
+
+std::string write_big_records(const std::string& dir) {
+  Recovered r = recover(dir);
+  EXPECT_TRUE(r.status.ok()) << r.status.to_string();
+  for (std::uint64_t i = 1; i <= kBigRecords; ++i) EXPECT_TRUE(r.log->append(big_payload(i)).ok());
+  EXPECT_TRUE(r.log->sync().ok());
+  return dir + "/" + DurableLog::journal_name(1);
+}
+std::size_t big_offset_of(std::uint64_t i) {
+  std::size_t off = kFileHeaderSize;
+  for (std::uint64_t k = 1; k < i; ++k) off += record_size(big_payload(k).size());
+  return off;
+}
+
+TEST(DurableLogLargeFiles, AJournalOfSeveralReadWindowsRecoversEveryRecord) {
+  test::TempDir dir;
+  const std::string path = write_big_records(dir.path());
+  ASSERT_GT(fs::file_size(path), std::size_t{2} * (8u << 20));
+  Recovered r = recover(dir.path());
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  expect_records(r, kBigRecords, big_payload);
+  EXPECT_FALSE(r.report.torn_tail);
+}
+
+TEST(DurableLogLargeFiles, ATornTailPastTheFirstWindowIsCutOff) {
+  test::TempDir dir;
+  const std::string path = write_big_records(dir.path());
+  std::string data = read_all(path);
+  data.resize(big_offset_of(kBigRecords) + kRecordHeaderSize + 100);  // the last record cut short
+  write_all(path, data);
+  Recovered r = recover(dir.path());
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  expect_records(r, kBigRecords - 1, big_payload);
+  EXPECT_TRUE(r.report.torn_tail);
+  EXPECT_EQ(r.report.tail_offset, big_offset_of(kBigRecords));
+  EXPECT_EQ(r.report.tail_bytes_dropped, kRecordHeaderSize + 100);
+  EXPECT_EQ(fs::file_size(path), big_offset_of(kBigRecords));
+}
+
+TEST(DurableLogLargeFiles, DamagePastTheFirstWindowIsAnErrorAtItsOffset) {
+  test::TempDir dir;
+  const std::string path = write_big_records(dir.path());
+  std::string data = read_all(path);
+  const std::uint64_t bad = 29;  // past 8 MiB (a payload of kMaxPayload - 7), valid records follow
+  ASSERT_GT(big_offset_of(bad), std::size_t{8} << 20);
+  data[big_offset_of(bad) + kRecordHeaderSize + 1] ^= 0x20;
+  write_all(path, data);
+  Recovered r = recover(dir.path());
+  ASSERT_EQ(r.status.code(), Errc::corrupt) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("offset " + std::to_string(big_offset_of(bad)) + ", valid records follow"),
+            std::string::npos)
+      << r.status.message();
+  Recovered salvaged = recover(dir.path(), /*salvage=*/true);
+  ASSERT_TRUE(salvaged.status.ok()) << salvaged.status.to_string();
+  expect_records(salvaged, bad - 1, big_payload);
+}
+
+TEST(DurableLogLargeFiles, ASnapshotOfSeveralReadWindowsRecoversEveryRecord) {
+  test::TempDir dir;
+  write_big_records(dir.path());
+  {
+    Recovered r = recover(dir.path());
+    ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+    std::uint64_t seq = 0;
+    ASSERT_TRUE(r.log->rotate(&seq).ok());
+    std::uint64_t k = 0;
+    ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {
+      if (k == kBigRecords) return false;
+      *p = big_payload(++k);
+      return true;
+    }).ok());
+  }
+  Recovered again = recover(dir.path());
+  ASSERT_TRUE(again.status.ok()) << again.status.to_string();
+  ASSERT_EQ(again.snapshot.size(), kBigRecords);
+  for (std::uint64_t i = 1; i <= kBigRecords; ++i) ASSERT_TRUE(again.snapshot[i - 1] == big_payload(i)) << i;
+  EXPECT_EQ(again.report.snapshot_records, kBigRecords);
 }
 
 std::vector<std::string> payloads_1_to(std::uint64_t n) {

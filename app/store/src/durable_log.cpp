@@ -49,6 +49,20 @@ const char* parse_reason(RecordParse p) {
   return "?";
 }
 
+// The most bytes one record takes on disk: a window this far ahead of a
+// record's start holds all of it, or the file's end.
+constexpr std::size_t kMaxRecordSize = record_size(kMaxPayload);
+
+// Whether a complete valid record starts at or after `from` in the file
+// (find_next_valid_record): only asked once a record failed to parse, so
+// the file is read whole here, as recovery always did.
+Status has_valid_record(const std::string& path, std::uint64_t from, bool* found) {
+  std::string data;
+  if (Status s = fsu::read_file(path, &data); !s.ok()) return s;
+  *found = find_next_valid_record(data, static_cast<std::size_t>(from)) != std::string_view::npos;
+  return Status::Ok();
+}
+
 // Copies a damaged file aside as <path>.corrupt (kept for the operator).
 Status copy_aside(const std::string& path) {
   std::string data;
@@ -127,18 +141,22 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
   if (!snaps.empty()) {
     snap_seq = snaps.back();
     const std::string path = fsu::join(dir, snapshot_name(snap_seq));
-    std::string data;
-    if (Status s = fsu::read_file(path, &data); !s.ok()) return s;
+    fsu::FileWindow file;
+    std::string_view head;
+    if (Status s = file.open(path); !s.ok()) return s;
+    if (Status s = file.at(0, kFileHeaderSize, &head); !s.ok()) return s;
     std::uint64_t hseq = 0, count = 0;
     std::string damage;
     std::uint64_t n = 0;
-    std::size_t off = kFileHeaderSize;
-    if (!parse_file_header(data, kSnapshotMagic, &hseq, &count) || hseq != snap_seq) {
+    std::uint64_t off = kFileHeaderSize;
+    if (!parse_file_header(head, kSnapshotMagic, &hseq, &count) || hseq != snap_seq) {
       damage = "bad snapshot header";
     } else {
       for (; n < count; ++n) {
+        std::string_view rest;
+        if (Status s = file.at(off, kMaxRecordSize, &rest); !s.ok()) return s;
         ParsedRecord r;
-        const RecordParse p = parse_record(std::string_view(data).substr(off), &r);
+        const RecordParse p = parse_record(rest, &r);
         if (p != RecordParse::ok || r.seq != n + 1) {
           damage = std::string(parse_reason(p)) + " at offset " + std::to_string(off);
           break;
@@ -146,7 +164,7 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
         on_snapshot(snap_seq, r.payload);
         off += r.size;
       }
-      if (damage.empty() && off != data.size()) damage = "trailing bytes after the last record";
+      if (damage.empty() && off != file.size()) damage = "trailing bytes after the last record";
     }
     rep.snapshot_seq = snap_seq;
     rep.snapshot_records = n;
@@ -172,31 +190,39 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
   for (std::size_t i = 0; i < wals.size() && !stop; ++i) {
     const bool is_last = i + 1 == wals.size();
     const std::string path = fsu::join(dir, journal_name(wals[i]));
-    std::string data;
-    if (Status s = fsu::read_file(path, &data); !s.ok()) return s;
-    const std::string_view view(data);
+    fsu::FileWindow file;
+    std::string_view head;
+    if (Status s = file.open(path); !s.ok()) return s;
+    if (Status s = file.at(0, kFileHeaderSize, &head); !s.ok()) return s;
     std::uint64_t first = 0, unused = 0;
     std::string damage;
-    std::size_t bad_off = 0;
-    std::size_t off = kFileHeaderSize;
+    std::uint64_t bad_off = 0;
+    std::uint64_t off = kFileHeaderSize;
     std::uint64_t file_next = 0;
-    if (!parse_file_header(view, kJournalMagic, &first, &unused) || first != wals[i]) {
-      if (is_last && find_next_valid_record(view, 0) == std::string_view::npos) {
+    bool valid_in_file = false;
+    if (!parse_file_header(head, kJournalMagic, &first, &unused) || first != wals[i]) {
+      if (is_last) {
+        if (Status s = has_valid_record(path, 0, &valid_in_file); !s.ok()) return s;
+      }
+      if (is_last && !valid_in_file) {
         // Crash while creating the journal: it never held a record.
         ::unlink(path.c_str());
         rep.torn_tail = true;
         rep.tail_file = path;
         rep.tail_reason = "journal header never completed";
-        rep.tail_bytes_dropped = data.size();
+        rep.tail_bytes_dropped = file.size();
         rep.notes.push_back(path + ": torn journal header, file removed");
         break;
       }
       damage = "bad journal header";
     } else {
       file_next = first;
-      while (off < view.size()) {
+      while (off < file.size()) {
+        std::string_view rest;
+        if (Status s = file.at(off, kMaxRecordSize, &rest); !s.ok()) return s;
+        if (rest.empty()) break;  // the file ended sooner than its size said
         ParsedRecord r;
-        const RecordParse p = parse_record(view.substr(off), &r);
+        const RecordParse p = parse_record(rest, &r);
         if (p == RecordParse::ok && r.seq == file_next) {
           if (r.seq >= expected) {
             if (r.seq != expected) {
@@ -213,17 +239,18 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
           ++file_next;
           continue;
         }
-        const bool valid_after =
-            p == RecordParse::ok ||
-            find_next_valid_record(view, off + 8) != std::string_view::npos;
+        bool valid_after = p == RecordParse::ok;
+        if (!valid_after) {
+          if (Status s = has_valid_record(path, off + 8, &valid_after); !s.ok()) return s;
+        }
         if (is_last && !valid_after) {
           rep.torn_tail = true;
           rep.tail_file = path;
           rep.tail_offset = off;
-          rep.tail_bytes_dropped = view.size() - off;
+          rep.tail_bytes_dropped = file.size() - off;
           rep.tail_reason = parse_reason(p);
           rep.notes.push_back(path + ": torn tail at offset " + std::to_string(off) + " (" +
-                              parse_reason(p) + "), " + std::to_string(view.size() - off) +
+                              parse_reason(p) + "), " + std::to_string(file.size() - off) +
                               " bytes dropped");
           break;
         }

@@ -1,6 +1,8 @@
 #include "fs_util.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +58,60 @@ Status read_file(const std::string& path, std::string* out) {
   }
   out->resize(done);
   ::close(fd);
+  return Status::Ok();
+}
+
+FileWindow::~FileWindow() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status FileWindow::open(const std::string& path) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return errno_status("open " + path, errno);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return errno_status("stat " + path, errno);
+  size_ = static_cast<std::uint64_t>(st.st_size);
+  (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);  // advice: more readahead
+  return Status::Ok();
+}
+
+Status FileWindow::at(std::uint64_t off, std::size_t ahead, std::string_view* out) {
+  const std::uint64_t left = off < size_ ? size_ - off : 0;
+  const std::size_t need = static_cast<std::size_t>(std::min<std::uint64_t>(ahead, left));
+  if (off < base_ || off + need > base_ + len_) {
+    // Reads 8 MiB at a time, or the asked-for span if larger; what the
+    // window holds from `off` on is kept, not read again.
+    constexpr std::size_t kChunk = std::size_t{8} << 20;
+    const std::size_t want = std::max(kChunk, 2 * ahead);
+    const bool inside = off >= base_ && off < base_ + len_;
+    const std::size_t keep = inside ? static_cast<std::size_t>(base_ + len_ - off) : 0;
+    if (cap_ < want) {
+      std::unique_ptr<char[]> b(new char[want]);
+      if (keep != 0) std::memcpy(b.get(), buf_.get() + (off - base_), keep);
+      buf_ = std::move(b);
+      cap_ = want;
+    } else if (keep != 0) {
+      std::memmove(buf_.get(), buf_.get() + (off - base_), keep);
+    }
+    len_ = keep;
+    base_ = off;
+    while (len_ < cap_ && base_ + len_ < size_) {
+      const std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(cap_ - len_, size_ - base_ - len_));
+      const ssize_t n = ::pread(fd_, buf_.get() + len_, room, static_cast<off_t>(base_ + len_));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno_status("read " + path_, errno);
+      }
+      if (n == 0) {  // shorter than it was: it ends here
+        size_ = base_ + len_;
+        break;
+      }
+      len_ += static_cast<std::size_t>(n);
+    }
+  }
+  const std::size_t from = static_cast<std::size_t>(off - base_);
+  *out = off <= base_ + len_ ? std::string_view(buf_.get() + from, len_ - from) : std::string_view();
   return Status::Ok();
 }
 
