@@ -16,6 +16,7 @@
 
 #include "control/blocklist.hpp"
 #include "control/protocol.hpp"
+#include "cuckoogate/store/rule_store.hpp"
 #include "eal_test_main.hpp"
 #include "rule_text.hpp"
 
@@ -308,6 +309,64 @@ TEST(BlocklistBatch, ALoadIsHeldAsOrderKeysAndAppliedLikeItsRules) {
                      std::to_string(texts.size() - added) + " updated 0\n");
   EXPECT_EQ(listed(*b), listed(*one));
   for (const Rule& r : rules) ASSERT_TRUE(b->contains(r)) << format_rule(r);
+}
+
+// A restart puts every stored rule back into the lookup tables (Blocklist::
+// create restores them in groups of 32, keys first, then the inserts): more
+// rules than a group, every kind, both families, prefixes.
+TEST(BlocklistBatch, ARestartPutsEveryStoredRuleBackIntoTheLookupTables) {
+  const std::vector<std::string> texts = mixed(2000);
+  std::vector<Rule> rules;
+  for (const auto& t : texts) rules.push_back(R(t));
+  const std::string state = g_dir + "/restore";
+  std::size_t stored = 0;
+  {
+    auto b = open("bb6", state);
+    ASSERT_NE(b, nullptr);
+    ASSERT_EQ(b->add_batch(rules).result, Blocklist::Result::kOk);
+    stored = b->size();
+  }
+  auto b = open("bb7", state);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->size(), stored);
+  EXPECT_EQ(b->exact().size(), stored);
+  EXPECT_EQ(b->filter().stats().items, stored);
+  for (const Rule& r : rules) {
+    const std::string key = rule_key(r);
+    RuleKind kind;
+    uint32_t slot;
+    ASSERT_TRUE(b->filter().contains(key_hash(key.data(), key.size()))) << format_rule(r);
+    ASSERT_TRUE(b->exact().contains(key_hash128(key.data(), key.size()), &kind, &slot)) << format_rule(r);
+    EXPECT_EQ(kind, r.kind) << format_rule(r);
+  }
+}
+
+// A stored key that is no rule (not written by this version: a damaged or
+// foreign state directory) fails the start with its size and kind, however
+// many rules come before it.
+TEST(BlocklistBatch, AStoredKeyThatIsNoRuleFailsTheStart) {
+  const std::string state = g_dir + "/norule";
+  {
+    auto b = open("bb8", state);
+    ASSERT_NE(b, nullptr);
+    std::vector<Rule> rules;
+    for (const auto& t : mixed(100)) rules.push_back(R(t));
+    ASSERT_EQ(b->add_batch(rules).result, Blocklist::Result::kOk);
+  }
+  {
+    store::RuleStore::Options so;
+    so.state_dir = state;
+    std::unique_ptr<store::RuleStore> st;
+    ASSERT_TRUE(store::RuleStore::open(so, &st, nullptr).ok());
+    ASSERT_TRUE(st->add(std::string("\x7fnot a rule", 12), "").ok());  // sorts after every kind
+  }
+  Blocklist::Options o;
+  o.capacity = 4096;
+  o.name = "bb9";
+  o.state_dir = state;
+  std::string err;
+  EXPECT_EQ(Blocklist::create(o, &err), nullptr);
+  EXPECT_NE(err.find("holds a rule key that is no rule (12 bytes, kind 127)"), std::string::npos) << err;
 }
 
 }  // namespace
