@@ -156,7 +156,9 @@ Status RuleStore::open(Options opt, std::unique_ptr<RuleStore>* out, RecoveryRep
     DurableLog::Options lo;
     lo.dir = st->opt_.state_dir;
     lo.salvage = st->opt_.salvage;
-    if (Status s = DurableLog::open(lo, apply, apply, &st->log_, report); !s.ok()) return s;
+    const Status opened = DurableLog::open(lo, apply, apply, &st->log_, report);
+    st->replay_inserter_.reset();  // replay is over (or failed): its pin goes
+    if (!opened.ok()) return opened;
     if (!replay_error.ok()) return replay_error;
     st->note_synced();
     if (st->txn_left_ > 0 || !st->txn_records_.empty()) {
@@ -232,19 +234,28 @@ void RuleStore::apply_replay(std::string_view payload, Status* error) {
 
 void RuleStore::replay_record(StoreRecord&& r) {
   switch (r.op) {
-    case RecordOp::add:
-      // Replay is idempotent (an add replaces): a snapshot is taken while
-      // writers run, so it may already contain effects of later records.
-      erase_rule(r.key, nullptr);
-      insert_rule(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
+    case RecordOp::add: {
+      const RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)};
+      insert_side(r.key, m);  // before the node, as insert_rule
+      if (!replay_inserter_) replay_inserter_.emplace(rules_.ordered_inserter());
+      if (replay_inserter_->insert(r.key, PackedMeta(m)) == InsertResult::exists) {
+        // Replay is idempotent (an add replaces): a snapshot is taken while
+        // writers run, so it may already contain effects of later records.
+        replay_inserter_.reset();
+        erase_rule(r.key, nullptr);  // the side entry just made too
+        insert_rule(r.key, m);
+      }
       break;
+    }
     case RecordOp::txn:
     case RecordOp::txn_abort:
       return;  // handled by apply_replay
     case RecordOp::del:
+      replay_inserter_.reset();
       erase_rule(r.key, nullptr);
       break;
     case RecordOp::flush:
+      replay_inserter_.reset();
       clear_memory(nullptr);
       break;
     case RecordOp::mark: {

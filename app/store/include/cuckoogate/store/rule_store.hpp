@@ -395,6 +395,12 @@ class RuleStore {
   // last one is read; a journal that ends first leaves them unapplied.
   std::uint64_t txn_left_ = 0;
   std::vector<StoreRecord> txn_records_;
+  // Replay's adds (open() only) go through one ordered inserter: a journal
+  // holds its bulk loads as sorted runs, and a key above the previous one is
+  // linked from the previous key's fingers instead of an erase's search and
+  // an insert's search from the head. Dropped before every erase (its pin
+  // would hold back the erased node's reclamation) and when replay ends.
+  std::optional<SkipListMap<PackedMeta>::OrderedInserter> replay_inserter_;
   std::atomic<std::uint64_t> since_snapshot_{0};
   bool failed_ = false;
 };
