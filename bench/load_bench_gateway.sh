@@ -20,45 +20,12 @@ RULES=${2:-1000000}
 RUNS=${3:-3}
 MEM=${4:-1024}
 PARTS=${5:-1}
-BIN=$(cd "$BUILD/app" && pwd)
-D=$(mktemp -d /var/tmp/cg_load_bench_XXXXXX)
-PREFIX=cg-load-bench-$$
-GW_PID=
-cleanup() {
-  [ -n "$GW_PID" ] && kill -KILL "$GW_PID" 2>/dev/null || true
-  rm -rf "$D" "/var/run/dpdk/$PREFIX"
-}
-trap cleanup EXIT
-
-# The rule file: gateway_bench's rule_mix (bench/gateway_inputs.hpp), written outside any timing.
-python3 - "$RULES" > "$D/rules" <<'EOF'
-import sys
-n = int(sys.argv[1])
-out = []
-def a(i):
-    return "10.%d.%d.%d" % ((i >> 16) & 255, (i >> 8) & 255, i & 255)
-for i in range(n):
-    j = i // 7
-    k = i % 7
-    if k == 0: out.append("src " + a(j))
-    elif k == 1: out.append("dst " + a(j))
-    elif k == 2: out.append("ip " + a(j))
-    elif k == 3: out.append("flow tcp %s:1000 %s:80" % (a(j), a(j + 1)))
-    elif k == 4: out.append("service tcp %s:443" % a(j))
-    elif k == 5: out.append("host h%d.example.net" % j)
-    else: out.append("url example.org/p/%d" % j)
-sys.stdout.write("\n".join(out) + "\n")
-EOF
-if [ "$PARTS" -gt 1 ]; then
-  split -n "l/$PARTS" -d "$D/rules" "$D/part."
-else
-  ln -s "$D/rules" "$D/part.00"
-fi
+# shellcheck source=bench/gateway_rules_lib.sh
+source "$(dirname "$0")/gateway_rules_lib.sh"
 
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
 # CPU clock ticks (user + system) of the gateway's main thread, the control thread.
 ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat"; }
-median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 CAP=$((RULES + RULES / 100 + 1000))
 rates=() perrule=() cpus=()
