@@ -68,6 +68,9 @@ class EpochDomain {
     ~Guard() { release(); }
     void release() noexcept;
     bool active() const noexcept { return dom_ != nullptr; }
+    // Active, and a critical section of `d` (a guard of another domain keeps
+    // none of d's objects).
+    bool pins(const EpochDomain& d) const noexcept { return dom_ == &d; }
 
    private:
     friend class EpochDomain;

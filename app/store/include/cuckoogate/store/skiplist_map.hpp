@@ -110,8 +110,10 @@ class SkipListMap {
   // (OrderedInserter::insert with a Hint), where the hint of a key past the
   // end of the map is the same node for every such key and the last node is
   // what makes it one step (after a drop the walk would start at that hint).
+  // A guard that does not pin domain() (released, or of another domain)
+  // gives the inserter above, which pins the domain itself.
   OrderedInserter ordered_inserter(const EpochDomain::Guard& pinned) {
-    return OrderedInserter(this, pinned.active());
+    return OrderedInserter(this, pinned.pins(*domain_));
   }
   class OrderedFinder;
   // For many lookups in increasing key order from one thread: see OrderedFinder.
