@@ -1,6 +1,7 @@
 // Journal framing, DurableLog recovery and its corruption cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -185,6 +186,41 @@ TEST(DurableLogCorruption, GarbageTailWithoutAValidRecordIsIgnored) {
   EXPECT_TRUE(r.report.torn_tail);
 }
 
+// A crash while a new journal was being created leaves it without a whole
+// header: with nothing valid in it, the file is removed; with a valid record
+// after a bad header it is damage, not a crash.
+TEST(DurableLogCorruption, ANewestJournalWithoutAWholeHeaderIsRemoved) {
+  test::TempDir dir;
+  write_records(dir.path(), 10);
+  const std::string next = dir.file(DurableLog::journal_name(11));
+  write_all(next, std::string(16, 'J'));
+  Recovered r = recover(dir.path());
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  expect_records(r, 10);
+  EXPECT_TRUE(r.report.torn_tail);
+  EXPECT_EQ(r.report.tail_reason, "journal header never completed");
+  EXPECT_EQ(r.report.tail_bytes_dropped, 16u);
+  EXPECT_EQ(fs::file_size(next), kFileHeaderSize);  // removed, then made again for appending
+  ASSERT_TRUE(r.log->append(payload_of(11)).ok());
+  ASSERT_TRUE(r.log->sync().ok());
+  r.log.reset();
+  Recovered again = recover(dir.path());
+  ASSERT_TRUE(again.status.ok()) << again.status.to_string();
+  expect_records(again, 11);
+}
+
+TEST(DurableLogCorruption, ABadJournalHeaderWithValidRecordsAfterItIsAnError) {
+  test::TempDir dir;
+  const std::string path = write_records(dir.path(), 10);
+  std::string data = read_all(path);
+  data[3] ^= 0x40;  // the magic
+  write_all(path, data);
+  Recovered r = recover(dir.path());
+  ASSERT_EQ(r.status.code(), Errc::corrupt) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("bad journal header"), std::string::npos) << r.status.message();
+  EXPECT_EQ(read_all(path), data);
+}
+
 TEST(DurableLogCorruption, BadRecordBeforeTheTailIsAnError) {
   test::TempDir dir;
   const std::string path = write_records(dir.path(), 100);
@@ -295,6 +331,41 @@ TEST(DurableLogLargeFiles, DamagePastTheFirstWindowIsAnErrorAtItsOffset) {
   Recovered salvaged = recover(dir.path(), /*salvage=*/true);
   ASSERT_TRUE(salvaged.status.ok()) << salvaged.status.to_string();
   expect_records(salvaged, bad - 1, big_payload);
+}
+
+// After a bad record recovery asks whether any valid record follows (torn
+// tail or damage?): that scan goes through the window too, past its end.
+TEST(DurableLogLargeFiles, GarbageOfSeveralWindowsAfterATornRecordIsATornTail) {
+  test::TempDir dir;
+  const std::string path = write_big_records(dir.path());
+  std::string data = read_all(path);
+  const std::size_t cut = big_offset_of(10) + kRecordHeaderSize + 5;
+  data.resize(cut);
+  for (std::size_t i = 0; i < (std::size_t{17} << 20); ++i) data.push_back(static_cast<char>(i * 131 + 7));
+  write_all(path, data);
+  Recovered r = recover(dir.path());
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  expect_records(r, 9, big_payload);
+  EXPECT_TRUE(r.report.torn_tail);
+  EXPECT_EQ(r.report.tail_offset, big_offset_of(10));
+  EXPECT_EQ(r.report.tail_bytes_dropped, data.size() - big_offset_of(10));
+}
+
+TEST(DurableLogLargeFiles, AValidRecordSeveralWindowsAfterDamageMakesItCorruption) {
+  test::TempDir dir;
+  const std::string path = write_big_records(dir.path());
+  std::string data = read_all(path);
+  // Records 3..24 zeroed: the next valid record, 25, starts > 8 MiB later.
+  ASSERT_GT(big_offset_of(25) - big_offset_of(3), std::size_t{8} << 20);
+  std::fill(data.begin() + static_cast<std::ptrdiff_t>(big_offset_of(3)),
+            data.begin() + static_cast<std::ptrdiff_t>(big_offset_of(25)), '\0');
+  write_all(path, data);
+  Recovered r = recover(dir.path());
+  ASSERT_EQ(r.status.code(), Errc::corrupt) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("offset " + std::to_string(big_offset_of(3)) + ", valid records follow"),
+            std::string::npos)
+      << r.status.message();
+  EXPECT_EQ(read_all(path), data);  // nothing touched without salvage
 }
 
 TEST(DurableLogLargeFiles, ASnapshotOfSeveralReadWindowsRecoversEveryRecord) {

@@ -53,13 +53,21 @@ const char* parse_reason(RecordParse p) {
 // record's start holds all of it, or the file's end.
 constexpr std::size_t kMaxRecordSize = record_size(kMaxPayload);
 
-// Whether a complete valid record starts at or after `from` in the file
-// (find_next_valid_record): only asked once a record failed to parse, so
-// the file is read whole here, as recovery always did.
-Status has_valid_record(const std::string& path, std::uint64_t from, bool* found) {
-  std::string data;
-  if (Status s = fsu::read_file(path, &data); !s.ok()) return s;
-  *found = find_next_valid_record(data, static_cast<std::size_t>(from)) != std::string_view::npos;
+// Whether a complete valid record starts at an 8-aligned offset at or after
+// `from` (find_next_valid_record over the whole file), read through the
+// window: asked after a record failed to parse — a torn tail after every
+// crash during an append — so it must not read a 700 MB journal whole.
+Status has_valid_record(fsu::FileWindow& file, std::uint64_t from, bool* found) {
+  *found = false;
+  for (std::uint64_t off = (from + 7) & ~std::uint64_t{7}; off + kRecordHeaderSize <= file.size(); off += 8) {
+    std::string_view rest;
+    if (Status s = file.at(off, kMaxRecordSize, &rest); !s.ok()) return s;
+    ParsedRecord r;
+    if (parse_record(rest, &r) == RecordParse::ok) {
+      *found = true;
+      return Status::Ok();
+    }
+  }
   return Status::Ok();
 }
 
@@ -202,7 +210,7 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     bool valid_in_file = false;
     if (!parse_file_header(head, kJournalMagic, &first, &unused) || first != wals[i]) {
       if (is_last) {
-        if (Status s = has_valid_record(path, 0, &valid_in_file); !s.ok()) return s;
+        if (Status s = has_valid_record(file, 0, &valid_in_file); !s.ok()) return s;
       }
       if (is_last && !valid_in_file) {
         // Crash while creating the journal: it never held a record.
@@ -220,7 +228,6 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
       while (off < file.size()) {
         std::string_view rest;
         if (Status s = file.at(off, kMaxRecordSize, &rest); !s.ok()) return s;
-        if (rest.empty()) break;  // the file ended sooner than its size said
         ParsedRecord r;
         const RecordParse p = parse_record(rest, &r);
         if (p == RecordParse::ok && r.seq == file_next) {
@@ -241,7 +248,7 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
         }
         bool valid_after = p == RecordParse::ok;
         if (!valid_after) {
-          if (Status s = has_valid_record(path, off + 8, &valid_after); !s.ok()) return s;
+          if (Status s = has_valid_record(file, off + 8, &valid_after); !s.ok()) return s;
         }
         if (is_last && !valid_after) {
           rep.torn_tail = true;

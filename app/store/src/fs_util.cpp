@@ -103,9 +103,11 @@ Status FileWindow::at(std::uint64_t off, std::size_t ahead, std::string_view* ou
         if (errno == EINTR) continue;
         return errno_status("read " + path_, errno);
       }
-      if (n == 0) {  // shorter than it was: it ends here
-        size_ = base_ + len_;
-        break;
+      if (n == 0) {
+        // Shorter than when opened: another process cut it (the state
+        // directory's lock keeps cooperating ones out). Reading on would
+        // judge a tail that moves; recovery stops with an error instead.
+        return Status(Errc::io_error, "read " + path_ + ": the file shrank while it was read");
       }
       len_ += static_cast<std::size_t>(n);
     }

@@ -27,7 +27,8 @@ class FileWindow {
   FileWindow& operator=(const FileWindow&) = delete;
   ~FileWindow();
   Status open(const std::string& path);
-  // The file's size when opened; less if it ended sooner while being read.
+  // The file's size when opened (a file that shrinks while it is read is an
+  // io_error of at()).
   std::uint64_t size() const noexcept { return size_; }
   // The bytes from `off` (<= size()) to the end of the window: at least
   // `ahead` of them, or every byte up to the end of the file. The view is

@@ -242,8 +242,8 @@ void RuleStore::replay_record(StoreRecord&& r) {
         // Replay is idempotent (an add replaces): a snapshot is taken while
         // writers run, so it may already contain effects of later records.
         replay_inserter_.reset();
-        erase_rule(r.key, nullptr);  // the side entry just made too
-        insert_rule(r.key, m);
+        erase_rule(r.key, nullptr);  // the old node, and its side entry if it had one
+        insert_rule(r.key, m);        // (an entry made above for m is replaced there)
       }
       break;
     }
