@@ -54,21 +54,31 @@ const char* parse_reason(RecordParse p) {
 constexpr std::size_t kMaxRecordSize = record_size(kMaxPayload);
 
 // Whether a complete valid record starts at an 8-aligned offset at or after
-// `from` (find_next_valid_record over the whole file), read through the
-// window: asked after a record failed to parse — a torn tail after every
-// crash during an append — so it must not read a 700 MB journal whole.
+// `from`: find_next_valid_record over the whole file, one window at a time
+// (asked after a record failed to parse — a torn tail after every crash
+// during an append — so it must not read a 700 MB journal whole). In each
+// window the offsets with a whole record's worth of bytes after them are
+// judged; the others again from the next window.
 Status has_valid_record(fsu::FileWindow& file, std::uint64_t from, bool* found) {
   *found = false;
-  for (std::uint64_t off = (from + 7) & ~std::uint64_t{7}; off + kRecordHeaderSize <= file.size(); off += 8) {
+  for (std::uint64_t off = (from + 7) & ~std::uint64_t{7}; off + kRecordHeaderSize <= file.size();) {
     std::string_view rest;
     if (Status s = file.at(off, kMaxRecordSize, &rest); !s.ok()) return s;
-    ParsedRecord r;
-    if (parse_record(rest, &r) == RecordParse::ok) {
+    if (find_next_valid_record(rest, 0) != std::string_view::npos) {
       *found = true;
-      return Status::Ok();
+      break;
     }
+    if (off + rest.size() >= file.size()) break;  // judged to the end
+    off += std::max<std::uint64_t>(8, (rest.size() - kMaxRecordSize) & ~std::size_t{7});
   }
   return Status::Ok();
+}
+
+// A file of the state directory opened for recovery, with its first
+// kFileHeaderSize bytes (fewer if it is shorter) in *head.
+Status open_window(const std::string& path, fsu::FileWindow* file, std::string_view* head) {
+  if (Status s = file->open(path); !s.ok()) return s;
+  return file->at(0, kFileHeaderSize, head);
 }
 
 // Copies a damaged file aside as <path>.corrupt (kept for the operator).
@@ -151,8 +161,7 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     const std::string path = fsu::join(dir, snapshot_name(snap_seq));
     fsu::FileWindow file;
     std::string_view head;
-    if (Status s = file.open(path); !s.ok()) return s;
-    if (Status s = file.at(0, kFileHeaderSize, &head); !s.ok()) return s;
+    if (Status s = open_window(path, &file, &head); !s.ok()) return s;
     std::uint64_t hseq = 0, count = 0;
     std::string damage;
     std::uint64_t n = 0;
@@ -200,8 +209,7 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     const std::string path = fsu::join(dir, journal_name(wals[i]));
     fsu::FileWindow file;
     std::string_view head;
-    if (Status s = file.open(path); !s.ok()) return s;
-    if (Status s = file.at(0, kFileHeaderSize, &head); !s.ok()) return s;
+    if (Status s = open_window(path, &file, &head); !s.ok()) return s;
     std::uint64_t first = 0, unused = 0;
     std::string damage;
     std::uint64_t bad_off = 0;

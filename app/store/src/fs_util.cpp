@@ -112,8 +112,8 @@ Status FileWindow::at(std::uint64_t off, std::size_t ahead, std::string_view* ou
       len_ += static_cast<std::size_t>(n);
     }
   }
-  const std::size_t from = static_cast<std::size_t>(off - base_);
-  *out = off <= base_ + len_ ? std::string_view(buf_.get() + from, len_ - from) : std::string_view();
+  // Here base_ <= off <= base_ + len_ (the window was refilled from off, or held it).
+  *out = std::string_view(buf_.get() + (off - base_), static_cast<std::size_t>(base_ + len_ - off));
   return Status::Ok();
 }
 
