@@ -97,10 +97,13 @@ void flow_free(void* p, std::size_t, void*) { rte_free(p); }
 constexpr uint8_t kPassFwd = 0x02, kPassRev = 0x04;
 constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
 
-// A TCP flow's client-stream inspection state (app/reasm/stream.hpp) lives
-// in its entry: the reassembly slot, where the next message starts, and the
-// state bits.
-reasm::StreamRef stream_of(flow::FlowEntry& e) { return {e.stream[0], e.stream[1], e.inspect}; }
+// A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
+// state bits in its entry, the reassembly slot and where the next message
+// starts in its cold state (read only while the flow is inspected).
+reasm::StreamRef stream_of(const flow::FlowTable& t, flow::FlowEntry& e) {
+  flow::FlowCold& c = t.cold(e);
+  return {c.stream[0], c.stream[1], e.inspect};
+}
 
 uint8_t pass_bit(flow::Dir d) { return d == flow::Dir::kForward ? kPassFwd : kPassRev; }
 uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd : kJudgingRev; }
@@ -127,7 +130,7 @@ bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
   if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
     return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass && e.inspect != kQuicDone);
   }
-  return m.proto == kProtoTcp && reasm::stream_wants(stream_of(e), dir == flow::Dir::kForward);
+  return m.proto == kProtoTcp && reasm::stream_wants(e.inspect, dir == flow::Dir::kForward);
 }
 
 }  // namespace
@@ -359,7 +362,7 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
     // Which side is the client, and where its bytes start, is known when the
     // handshake opened the flow (docs/reassembly.md, "Direction").
     const PacketMeta& m = s.meta[i];
-    reasm::stream_open(stream_of(*r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
+    reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
   }
 }
 
@@ -459,7 +462,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   WorkerStats& st = *cfg_.stats;
   const PacketMeta& m = s.meta[i];
   const flow::FlowResult& r = s.fr[s.flow[i]];
-  const reasm::StreamRef ref = stream_of(*r.entry);
+  const reasm::StreamRef ref = stream_of(*flows_, *r.entry);
   const reasm::Segment seg{m.tcp_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
                            m.sport, m.dport};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
@@ -511,7 +514,7 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   classify_meta(frame, m, s.keys[i]);  // addresses and ports; QUIC has no cleartext name
   s.inspect_drop[i] = e.inspect == kQuicDropped;
   if (e.inspect != kQuicInspecting) return;
-  uint32_t& h = e.stream[0];
+  uint32_t& h = flows_->cold(e).stream[0];
   auto stop = [&](uint8_t state) {
     if (h != 0) pool_->release(h);
     h = 0;

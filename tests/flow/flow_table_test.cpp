@@ -49,6 +49,23 @@ struct FlowTableTestAccess {
     const auto off = reinterpret_cast<const unsigned char*>(e) - reinterpret_cast<const unsigned char*>(t.buckets_);
     return static_cast<unsigned>((static_cast<std::size_t>(off) % sizeof(FlowTable::Bucket)) / sizeof(FlowEntry) - 1);
   }
+  // Every slot's copy of its header state in its entry matches the header
+  // (but for the pin bit), and a free slot's copy says free. Returns the
+  // number of slots that break it.
+  static uint64_t unmirrored(const FlowTable& t) {
+    uint64_t bad = 0;
+    for (uint64_t k = 0; k <= t.mask_; ++k) {
+      const FlowTable::Bucket& b = t.buckets_[k];
+      for (unsigned i = 0; i < FlowTable::kWays; ++i) {
+        const SlotState& c = b.entry[i].slot;
+        const bool free_ok = (b.sig[i] == 0) == (c.state == 0) && (b.sig[i] == 0) == (b.state[i] == 0);
+        const bool same = b.sig[i] == 0 || (c.stamp == b.stamp[i] && c.state == b.state[i] &&
+                                            c.bits == (b.bits[i] & ~detail::kPinned));
+        bad += !(free_ok && same);
+      }
+    }
+    return bad;
+  }
 };
 
 namespace {
@@ -506,7 +523,7 @@ TEST(FlowTable, DefaultMemoryIsHugePageAlignedAndAdvised) {
     }
     return "";
   };
-  auto t = make_table(config(uint64_t{1} << 17));  // 16384 buckets of 576 bytes: 9 MiB
+  auto t = make_table(config(uint64_t{1} << 17));  // 16384 buckets of 640 bytes: 10 MiB
   ASSERT_NE(t, nullptr);
   const auto at = reinterpret_cast<uintptr_t>(t.get());
   EXPECT_EQ(at % (uintptr_t{2} << 20), 0u);
@@ -653,6 +670,7 @@ TEST(FlowTable, TrackSteadyDoesWhatTrackDoesOrDeclines) {
     EXPECT_GT(taken, 5000u);  // both ways exercised
     EXPECT_GT(declined, 5000u);
     EXPECT_GT(again, 1000u);
+    EXPECT_EQ(FlowTableTestAccess::unmirrored(*a), 0u);
     const FlowStats sa = a->stats(), sb = b->stats();
     EXPECT_EQ(std::memcmp(&sa, &sb, sizeof sa), 0);
   }
@@ -686,6 +704,77 @@ TEST(FlowTable, TrackSteadyDeclinesWithoutChangingAnything) {
   EXPECT_NE(t->find(syn.key, syn.side, 10 + 31'000).entry, nullptr);  // alive past the SYN's 30 s
   const FlowStats after = t->stats();
   EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0);
+}
+
+// track_steady() reads a flow at home from its entry's line alone; the
+// entry's copy of the slot's state is what keeps that exact. A slot freed
+// by erase(), by expiry or by the sweep keeps its last key, and must not be
+// taken for that flow again — also when the stale stamp would look fresh
+// (the clock a multiple of 2^32 stamp units later).
+TEST(FlowTable, TrackSteadyNeverTakesAFreedSlotForItsOldFlow) {
+  auto t = make_table();
+  const FlowPacket p = v4(1), back = v4(1, true);
+  Dir d = Dir::kForward;
+  track(*t, p, 0);
+  ASSERT_NE(t->track_steady(back.key, t->hash(back.key), back.side, 0, 0, &d), nullptr);
+  ASSERT_TRUE(t->erase(p.key));
+  EXPECT_EQ(t->track_steady(back.key, t->hash(back.key), back.side, 0, 0, &d), nullptr);
+  EXPECT_EQ(t->track_steady_v4(compact(back.key), t->hash(back.key), back.side, 0, 0, &d), nullptr);
+  EXPECT_EQ(t->stats().active, 0u);
+
+  // Reclaimed by the sweep, then asked about 2^32 units after its last packet.
+  track(*t, p, 0);
+  const uint64_t late = uint64_t{FlowTimeouts{}.udp} * kHz + 1;
+  ASSERT_EQ(t->expire(late, 1u << 20), 1u);
+  const uint64_t wrapped = uint64_t{1} << 32;  // a stamp unit is one tick at 1 kHz
+  EXPECT_EQ(t->track_steady(back.key, t->hash(back.key), back.side, 0, wrapped, &d), nullptr);
+  // And by a full bucket that makes room (it reclaims every expired entry).
+  track(*t, p, 0);
+  std::vector<FlowPacket> others = same_bucket(*t, p, FlowTable::kWays);
+  for (unsigned j = 0; j + 1 < FlowTable::kWays; ++j) track(*t, others[j], late - 10);
+  track(*t, others.back(), late);  // full: p expired, reclaimed, its slot reused or left free
+  EXPECT_EQ(t->find(p.key, p.side, late).entry, nullptr);
+  EXPECT_EQ(t->track_steady(back.key, t->hash(back.key), back.side, 0, wrapped, &d), nullptr);
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
+}
+
+// A flow whose home slot another flow holds is found through the header.
+TEST(FlowTable, TrackSteadyFindsAFlowAwayFromItsHomeSlot) {
+  auto t = make_table(config(64));
+  const std::vector<FlowPacket> f = same_bucket(*t, v4(1), FlowTable::kWays);
+  unsigned away = 0;
+  for (const FlowPacket& p : f) track(*t, p, 0);
+  for (const FlowPacket& p : f) {
+    const FlowResult r = t->find(p.key, p.side, 0);
+    ASSERT_NE(r.entry, nullptr);
+    away += FlowTableTestAccess::slot_of(*t, r.entry) != (static_cast<unsigned>(t->hash(p.key) >> 40) & 7u);
+    Dir d = Dir::kReverse;
+    EXPECT_EQ(t->track_steady(p.key, t->hash(p.key), p.side, 0, 5, &d), r.entry);
+    EXPECT_EQ(d, Dir::kForward);
+  }
+  EXPECT_GE(away, 1u);  // eight flows, eight home slots drawn at random: some collide
+}
+
+// What track_steady() refreshes, expiry and eviction see: they read the
+// header, not the entry.
+TEST(FlowTable, TrackSteadyRefreshesWhatExpiryAndEvictionRead) {
+  auto t = make_table(config(4096));
+  const FlowPacket p = v4(1), back = v4(1, true);
+  track(*t, p, 0);
+  Dir d = Dir::kForward;
+  const uint64_t udp = uint64_t{FlowTimeouts{}.udp} * kHz;
+  ASSERT_NE(t->track_steady(p.key, t->hash(p.key), p.side, 0, udp - 5, &d), nullptr);
+  EXPECT_EQ(t->expire(udp + 10, 1u << 20), 0u);  // seen at udp - 5: alive until 2 * udp - 5
+  EXPECT_TRUE(alive(*t, p, udp + 10));
+  // A reply through the steady lane makes it a replied flow (120 s) ...
+  ASSERT_NE(t->track_steady(back.key, t->hash(back.key), back.side, 0, udp, &d), nullptr);
+  EXPECT_EQ(d, Dir::kReverse);
+  EXPECT_EQ(t->expire(3 * udp, 1u << 20), 0u);
+  EXPECT_TRUE(t->find(p.key, p.side, 3 * udp).replied);
+  // ... which eviction keeps over the unreplied ones of its bucket.
+  for (const FlowPacket& o : same_bucket(*t, p, 2 * FlowTable::kWays)) track(*t, o, 3 * udp);
+  EXPECT_TRUE(alive(*t, p, 3 * udp));
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
 }
 
 // A new flow takes its home slot (hash bits prefetch() reads the entry line
@@ -728,6 +817,7 @@ TEST(FlowTable, BurstUnderEvictionKeepsEveryEntryItReturned) {
     }
   });
   const FlowStats s = t->stats();
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
   EXPECT_EQ(s.insert_failed, failed);
   EXPECT_GT(s.evicted, 1000u);
   EXPECT_LE(s.active, t->capacity());
@@ -747,8 +837,8 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   EXPECT_EQ(e->flags, 0);
   e->set_verdict(Verdict::kReject, 0x1234567890ull, 7, 0xfeedbeef, true);
   e->inspect = 0x5a;
-  e->stream[0] = 1000;
-  e->stream[1] = 0xfffffff0u;
+  t->cold(*e).stream[0] = 1000;
+  t->cold(*e).stream[1] = 0xfffffff0u;
   const FlowResult r = track(*t, v4(1, true), 1);
   ASSERT_EQ(r.entry, e);
   EXPECT_EQ(r.entry->verdict, Verdict::kReject);
@@ -758,8 +848,8 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   EXPECT_EQ(r.entry->rule_slot, 0xfeedbeefu);
   EXPECT_TRUE(r.entry->blocked());
   EXPECT_EQ(r.entry->inspect, 0x5a);
-  EXPECT_EQ(r.entry->stream[0], 1000u);
-  EXPECT_EQ(r.entry->stream[1], 0xfffffff0u);
+  EXPECT_EQ(t->cold(*r.entry).stream[0], 1000u);
+  EXPECT_EQ(t->cold(*r.entry).stream[1], 0xfffffff0u);
   r.entry->set_verdict(Verdict::kPass, 9);
   EXPECT_FALSE(r.entry->blocked());
   // A new flow in a reused slot starts from zero again.
@@ -768,7 +858,8 @@ TEST(FlowTable, VerdictFieldsRoundTripAndStartZeroed) {
   EXPECT_TRUE(again.created);
   EXPECT_EQ(again.entry->verdict, Verdict::kUnknown);
   EXPECT_EQ(again.entry->inspect, 0);
-  EXPECT_EQ(again.entry->stream[1], 0u);
+  EXPECT_EQ(t->cold(*again.entry).stream[0], 0u);
+  EXPECT_EQ(t->cold(*again.entry).stream[1], 0u);
 }
 
 // ---- counters and creation -------------------------------------------------
@@ -795,8 +886,8 @@ TEST(FlowTable, CapacityRoundsUpToPowerOfTwoBuckets) {
   auto t = make_table(config(1000));
   EXPECT_EQ(t->capacity(), 1024u);
   EXPECT_EQ(FlowTableTestAccess::buckets(*t), 128u);
-  EXPECT_GE(t->memory_bytes(), 128u * 9 * 64);
-  EXPECT_LT(t->memory_bytes(), 128u * 9 * 64 + 1024);
+  EXPECT_GE(t->memory_bytes(), 128u * 10 * 64);  // a header, 8 entries and a cold line per bucket
+  EXPECT_LT(t->memory_bytes(), 128u * 10 * 64 + 1024);
   EXPECT_EQ(make_table(config(1))->capacity(), FlowTable::kWays);
 }
 

@@ -1,18 +1,26 @@
 // The flow table. Layout: an array of power-of-two many buckets, each one
-// 64-byte header line followed by kWays 64-byte entries:
+// 64-byte header line, kWays 64-byte entries and one line of cold state:
 //
 //   header: sig[8] (16-bit hash signatures, 0 = empty slot)  16 bytes
 //           stamp[8] (32-bit last-seen, in stamp units)       32 bytes
 //           state[8] (FlowState)                               8 bytes
 //           bits[8]  (initiator side, replied, FIN per
 //                     direction, pinned)                       8 bytes
-//   entry[8]: FlowEntry, 64 bytes each
+//   entry[8]: FlowEntry, 64 bytes each; its last 8 bytes copy the
+//             slot's stamp, state and bits (SlotState)
+//   cold[8]:  FlowCold, 8 bytes each
 //
 // A lookup reads the header line, compares the signatures with one SIMD
 // compare, and reads only the entries whose signature matches (almost always
-// just the right one): two cache lines per packet. Expiry and eviction look
-// at the header only. The bucket is chosen by the hash's low bits and the
-// signature is its top 16 bits, so the two are independent.
+// just the right one): two cache lines per packet. The steady lane
+// (track_steady) first tries the home slot's entry alone: one line. Expiry
+// and eviction look at the header only. The bucket is chosen by the hash's
+// low bits and the signature is its top 16 bits, so the two are independent.
+//
+// Invariant: every write of a slot's header stamp, state or bits goes
+// through Bucket::set() (or clear_slot()), which writes the entry's copy too,
+// so entry[i].slot equals the header's slot i (but for kPinned), and
+// entry[i].slot.state is kNone exactly when sig[i] is 0.
 #include "cuckoogate/flow/flow_table.hpp"
 
 #include <array>
@@ -84,8 +92,8 @@ inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
 
 FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator& alloc,
                                  const char** error) noexcept {
-  static_assert(sizeof(Bucket) == 64 * (1 + kWays), "a header line and one line per entry");
-  static_assert(offsetof(Bucket, entry) == 64);
+  static_assert(sizeof(Bucket) == 64 * (2 + kWays), "a header line, one line per entry, a cold line");
+  static_assert(offsetof(Bucket, entry) == 64 && offsetof(Bucket, cold) == 64 * (1 + kWays));
   auto fail = [error](const char* why) {
     if (error != nullptr) *error = why;
     return Ptr();
@@ -141,6 +149,10 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   t->bytes_ = bytes;
   t->alloc_ = a;
   std::memcpy(t->timeout_, units, sizeof units);
+  t->min_timeout_ = UINT32_MAX;
+  for (unsigned i = 0; i < kTimeoutSlots; ++i) {
+    if (units[i] != 0 && units[i] < t->min_timeout_) t->min_timeout_ = units[i];
+  }
   return Ptr(t);
 }
 
@@ -156,11 +168,11 @@ CG_FLOW_INLINE bool FlowTable::expired(const Bucket& b, unsigned i, uint32_t t) 
   return age(b.stamp[i], t) > timeout_[timeout_index(b.state[i], b.bits[i])];
 }
 
+// Also writes the entry's line (its copy's state: free), so that
+// track_steady() never takes a freed slot's stale key for a live flow.
 void FlowTable::clear_slot(Bucket& b, unsigned i) noexcept {
   b.sig[i] = 0;
-  b.stamp[i] = 0;
-  b.state[i] = 0;
-  b.bits[i] = 0;
+  b.set(i, 0, 0, 0);
 }
 
 // A slot for a new entry in a bucket without a free one: reclaims every
@@ -202,12 +214,11 @@ void FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Si
   FlowEntry& e = b.entry[i];
   e = FlowEntry{};
   e.key = key;
+  b.cold[i] = FlowCold{};
   uint8_t bits = static_cast<uint8_t>((side == Side::kB ? kInitB : 0) | pin);
   const FlowState s = initial_state(key.proto, tcp_flags, bits);
   b.sig[i] = sig;
-  b.stamp[i] = t;
-  b.state[i] = static_cast<uint8_t>(s);
-  b.bits[i] = bits;
+  b.set(i, t, static_cast<uint8_t>(s), bits);
   add(CG_FLOW_COUNTER(created));
   add(CG_FLOW_COUNTER(active));
   r = {&e, Dir::kForward, s, true, false};
@@ -256,9 +267,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
         return;
       }
     }
-    b.stamp[i] = t;
-    b.state[i] = static_cast<uint8_t>(s);
-    b.bits[i] = static_cast<uint8_t>(bits | pin);
+    b.set(i, t, static_cast<uint8_t>(s), static_cast<uint8_t>(bits | pin));
     add(CG_FLOW_COUNTER(hits));
     r = {&b.entry[i], d, s, false, (bits & kReplied) != 0};
     return;
@@ -290,8 +299,8 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
   }
   fill(b, static_cast<unsigned>(slot), key, sig, init, tcp_flags, t, pin, r);
   if (init != side) {  // created by the responder's SYN-ACK: the handshake is answered
-    b.bits[slot] |= kReplied;
-    b.state[slot] = static_cast<uint8_t>(FlowState::kTcpEstablished);
+    b.set(static_cast<unsigned>(slot), t, static_cast<uint8_t>(FlowState::kTcpEstablished),
+          static_cast<uint8_t>(b.bits[slot] | kReplied));
     r.dir = Dir::kReverse;
     r.state = FlowState::kTcpEstablished;
     r.replied = true;
@@ -317,15 +326,12 @@ void FlowTable::resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, u
   }
 }
 
-// Unpins the entries of a burst. An entry's bucket and slot follow from its address.
+// Unpins the entries of a burst (kPinned is in the header only).
 void FlowTable::unpin(const FlowResult* out, uint32_t n) noexcept {
-  auto* const first = reinterpret_cast<unsigned char*>(buckets_);
   for (uint32_t j = 0; j < n; ++j) {
     if (out[j].entry == nullptr) continue;
-    const auto off =
-        static_cast<std::size_t>(reinterpret_cast<unsigned char*>(out[j].entry) - first);
-    Bucket& b = buckets_[off / sizeof(Bucket)];
-    const std::size_t slot = (off % sizeof(Bucket)) / sizeof(FlowEntry) - 1;
+    unsigned slot;
+    Bucket& b = bucket_of(*out[j].entry, &slot);
     b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);
   }
 }

@@ -50,13 +50,15 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
   }
 }
 
-bool stream_wants(const StreamRef& s, bool forward) noexcept {
-  const uint8_t ph = phase(s);
+bool stream_wants(uint8_t bits, bool forward) noexcept {
+  const uint8_t ph = bits & kPhaseMask;
   if (ph == kPhaseDropped) return true;
   if (ph == kPhaseDone) return false;
-  if ((s.bits & kClientKnown) == 0) return true;
-  return forward == ((s.bits & kClientRev) == 0);
+  if ((bits & kClientKnown) == 0) return true;
+  return forward == ((bits & kClientRev) == 0);
 }
+
+bool stream_wants(const StreamRef& s, bool forward) noexcept { return stream_wants(s.bits, forward); }
 
 void stream_drop_all(StreamRef s) noexcept { set_phase(s, kPhaseDropped); }
 

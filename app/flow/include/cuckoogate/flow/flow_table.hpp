@@ -81,21 +81,32 @@ inline constexpr uint8_t kTcpUrg = 0x20;
 inline constexpr uint8_t kFlowBlocked = 0x01;  // sticky block (item 3 of issue 10)
 // Bits 0x02..0x80 are spare.
 
+// The table's own state of a slot (signature aside): last-seen stamp, TCP
+// state, initiator/reply/FIN bits. The bucket's header line holds it for
+// expiry and eviction, which then never read entries; each entry holds a
+// copy, so that the packets of a passing flow read its entry's line alone
+// (FlowTable::track_steady). The two are written together.
+struct SlotState {
+  uint32_t stamp;  // last seen, in stamp units
+  uint8_t state;   // FlowState; kNone: the slot is free
+  uint8_t bits;    // the header's bits (detail::kInitB ...) without kPinned
+};
+static_assert(sizeof(SlotState) == 8);
+
 // One flow: the key and the caller's per-flow state, one cache line. The
-// table owns `key` (do not write it) and zeroes everything else when it
-// creates the entry; the rest is the caller's to read and write. The table's
-// own state (signature, last-seen stamp, TCP state, initiator, reply and FIN
-// bits) is in the bucket's header line, so expiry and eviction never read
-// entries.
+// table owns `key` and `slot` (do not write them) and zeroes everything else
+// when it creates the entry; the rest is the caller's to read and write.
+// State the caller needs only for some packets (inspection) is in FlowCold,
+// beside the entries (FlowTable::cold).
 struct alignas(64) FlowEntry {
   FlowKey key;           //  0: 40 bytes
   uint64_t generation;   // 40: blocklist generation `verdict` was computed at
-  uint32_t stream[2];    // 48: the caller's inspection state (the gateway: reasm::StreamRef)
-  uint32_t rule_slot;    // 56: slot of the rule that decided a drop/reject (hit counters)
-  Verdict verdict;       // 60
-  uint8_t rule_kind;     // 61: cg::RuleKind of that rule (1..7), 0 = none
-  uint8_t inspect;       // 62: the caller's inspection state bits
-  uint8_t flags;         // 63: kFlowBlocked; other bits spare
+  uint32_t rule_slot;    // 48: slot of the rule that decided a drop/reject (hit counters)
+  Verdict verdict;       // 52
+  uint8_t rule_kind;     // 53: cg::RuleKind of that rule (1..7), 0 = none
+  uint8_t inspect;       // 54: the caller's inspection state bits
+  uint8_t flags;         // 55: kFlowBlocked; other bits spare
+  SlotState slot;        // 56: the table's copy of its header state
 
   bool blocked() const noexcept { return (flags & kFlowBlocked) != 0; }
   // The cached verdict was computed at generation `gen` (the current one).
@@ -103,17 +114,26 @@ struct alignas(64) FlowEntry {
     return verdict != Verdict::kUnknown && generation == gen;
   }
   // Caches a verdict; `block` makes it sticky (kDrop/kReject by a rule).
-  void set_verdict(Verdict v, uint64_t gen, uint8_t kind = 0, uint32_t slot = 0,
+  void set_verdict(Verdict v, uint64_t gen, uint8_t kind = 0, uint32_t slot_index = 0,
                    bool block = false) noexcept {
     verdict = v;
     generation = gen;
     rule_kind = kind;
-    rule_slot = slot;
+    rule_slot = slot_index;
     flags = static_cast<uint8_t>(block ? (flags | kFlowBlocked) : (flags & ~kFlowBlocked));
   }
 };
 static_assert(sizeof(FlowEntry) == 64, "one flow, one cache line");
 static_assert(alignof(FlowEntry) == 64);
+
+// The caller's per-flow state that only some packets read (the gateway: the
+// reassembly slot and sequence number of a flow whose first flight is
+// inspected), zeroed with its entry. Eight of them share one line beside
+// their bucket's entries, so a passing flow's packets never load it.
+struct FlowCold {
+  uint32_t stream[2];
+};
+static_assert(sizeof(FlowCold) == 8);
 
 // Idle timeouts in seconds (1 s .. 12 days). Defaults, and nftables'
 // conntrack defaults for comparison, in docs/dataplane.md.
@@ -282,7 +302,7 @@ struct FlowTableTestAccess;  // tests only
 
 class alignas(64) FlowTable {
  public:
-  static constexpr unsigned kWays = 8;  // slots per bucket: one header line + 8 entry lines
+  static constexpr unsigned kWays = 8;  // slots per bucket: a header line, 8 entry lines, a cold line
 
   struct Deleter {
     void operator()(FlowTable* t) const noexcept;
@@ -323,8 +343,10 @@ class alignas(64) FlowTable {
   uint32_t expire(uint64_t now, uint32_t max_buckets) noexcept;
 
   uint64_t hash(const FlowKey& key) const noexcept { return detail::key_hash(key, seed_); }
-  // Prefetches the bucket header of a hash and its home slot's entry (for
-  // callers that pipeline): both lines of a flow that sits at home.
+  // Prefetches the home slot's entry of a hash (for callers that pipeline):
+  // the one line track_steady() reads for a flow that sits at home. A lookup
+  // that needs the bucket header (a new flow, one not at home, track_burst)
+  // loads it then.
   inline void prefetch(uint64_t hash) const noexcept;
   // Only the bucket header: for a packet that seldom has an entry (a bare
   // SYN), whose lookup ends at the signatures.
@@ -360,6 +382,9 @@ class alignas(64) FlowTable {
   uint64_t hash_v4(const FlowKeyV4& k) const noexcept { return detail::hash_v4(k, seed_); }
   inline void count_hits(uint32_t n) noexcept;
 
+  // The cold state of an entry this table returned.
+  inline FlowCold& cold(const FlowEntry& e) const noexcept;
+
   uint64_t capacity() const noexcept { return uint64_t{mask_ + 1} * kWays; }
   std::size_t memory_bytes() const noexcept { return bytes_; }
   // Ticks per unit of the stored last-seen stamps (a power of two ≤ 1 ms):
@@ -387,11 +412,13 @@ class alignas(64) FlowTable {
   void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
                     uint8_t pin, FlowResult& r) noexcept;
   int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
+  // The bucket of an entry of this table, and its slot in *slot.
+  inline Bucket& bucket_of(const FlowEntry& e, unsigned* slot) const noexcept;
   void resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t, FlowResult* out) noexcept;
   void unpin(const FlowResult* out, uint32_t n) noexcept;
   template <class K>
-  FlowEntry* steady(const K& key, uint8_t proto, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
-                    Dir* dir) noexcept;
+  [[gnu::always_inline]] inline FlowEntry* steady(const K& key, uint8_t proto, uint64_t h, Side side,
+                                                  uint8_t tcp_flags, uint64_t now, Dir* dir) noexcept;
 
   Bucket* buckets_ = nullptr;
   uint64_t mask_ = 0;  // buckets - 1
@@ -402,6 +429,7 @@ class alignas(64) FlowTable {
   std::size_t bytes_ = 0;
   FlowAllocator alloc_;
   uint32_t timeout_[16] = {};  // in stamp units, by state | reply flag << 3
+  uint32_t min_timeout_ = 0;   // the smallest of them: younger entries are alive whatever their state
   // FlowStats' fields in order, on their own line (the control lcore reads them).
   alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
 };
@@ -412,13 +440,20 @@ struct alignas(64) FlowTable::Bucket {
   uint8_t state[kWays];
   uint8_t bits[kWays];
   FlowEntry entry[kWays];
+  FlowCold cold[kWays];
+
+  // Slot i's stamp, state and bits, in the header and in its entry's copy.
+  void set(unsigned i, uint32_t t, uint8_t s, uint8_t b) noexcept {
+    stamp[i] = t;
+    state[i] = s;
+    bits[i] = b;
+    entry[i].slot = {t, s, static_cast<uint8_t>(b & ~detail::kPinned)};
+  }
 };
 static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
 void FlowTable::prefetch(uint64_t hash) const noexcept {
-  const Bucket& b = buckets_[hash & mask_];
-  __builtin_prefetch(&b, 1, 3);
-  __builtin_prefetch(&b.entry[detail::home_slot(hash)], 1, 3);
+  __builtin_prefetch(&buckets_[hash & mask_].entry[detail::home_slot(hash)], 1, 3);
 }
 
 void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefetch(&buckets_[hash & mask_], 1, 3); }
@@ -429,31 +464,59 @@ void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
   if (m != 0) __builtin_prefetch(&b.entry[detail::first_slot(m)], 1, 3);
 }
 
+FlowTable::Bucket& FlowTable::bucket_of(const FlowEntry& e, unsigned* slot) const noexcept {
+  const auto off = static_cast<std::size_t>(reinterpret_cast<const unsigned char*>(&e) -
+                                            reinterpret_cast<const unsigned char*>(buckets_));
+  *slot = static_cast<unsigned>((off % sizeof(Bucket)) / sizeof(FlowEntry) - 1);
+  return buckets_[off / sizeof(Bucket)];
+}
+
+FlowCold& FlowTable::cold(const FlowEntry& e) const noexcept {
+  unsigned i;
+  Bucket& b = bucket_of(e, &i);
+  return b.cold[i];
+}
+
 template <class K>
 FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
                              Dir* dir) noexcept {
   using namespace detail;
   if (proto == kProtoTcp && (tcp_flags & (kTcpSyn | kTcpFin | kTcpRst)) != 0) return nullptr;
   Bucket& b = buckets_[h & mask_];
-  const uint32_t t = units(now);
-  for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
-    const unsigned i = first_slot(m);
-    if (!key_equal(b.entry[i].key, key)) continue;  // another flow with the same signature: rare
-    const uint8_t bits = b.bits[i];
-    const uint32_t stamp = b.stamp[i];
-    if (age(stamp, t) > timeout_[timeout_index(b.state[i], bits)]) return nullptr;  // expired: track() renews it
-    const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
-    if (d == Dir::kReverse) {
-      if ((bits & kReplied) == 0) b.bits[i] = static_cast<uint8_t>(bits | kReplied);
-      if (b.state[i] == static_cast<uint8_t>(FlowState::kTcpNew)) b.state[i] = static_cast<uint8_t>(FlowState::kTcpEstablished);
+  unsigned i = home_slot(h);
+  // A flow at home (nearly every one in a table that is not crowded) is
+  // found in its entry's line alone, which prefetch() loaded: the header
+  // is read only for a flow elsewhere in the bucket. A free slot's entry has
+  // state kNone, whatever key it last held.
+  if (b.entry[i].slot.state == 0 || !key_equal(b.entry[i].key, key)) {
+    uint32_t m = match(b.sig, signature(h));
+    for (; m != 0; m &= m - 1) {
+      if (key_equal(b.entry[first_slot(m)].key, key)) break;  // another flow with the same signature: rare
     }
-    // Only when it moves (a stamp unit is up to 1 ms): a passing flow's
-    // packets then leave its bucket's line clean.
-    if (stamp != t) b.stamp[i] = t;
-    *dir = d;
-    return &b.entry[i];
+    if (m == 0) return nullptr;
+    i = first_slot(m);
   }
-  return nullptr;
+  FlowEntry& e = b.entry[i];
+  const SlotState cur = e.slot;
+  const uint32_t t = units(now);
+  // Expired: track() renews it. A flow seen within the shortest timeout
+  // (seconds; the steady lane's flows were seen microseconds ago) needs no
+  // look at its state's.
+  const uint32_t a = age(cur.stamp, t);
+  if (a > min_timeout_ && a > timeout_[timeout_index(cur.state, cur.bits)]) return nullptr;
+  const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (cur.bits & kInitB));
+  if (d == Dir::kReverse && ((cur.bits & kReplied) == 0 || cur.state == static_cast<uint8_t>(FlowState::kTcpNew))) {
+    const uint8_t s = cur.state == static_cast<uint8_t>(FlowState::kTcpNew)
+                          ? static_cast<uint8_t>(FlowState::kTcpEstablished) : cur.state;
+    b.set(i, t, s, static_cast<uint8_t>(cur.bits | kReplied));  // no pins outside track_burst
+  } else if (cur.stamp != t) {
+    // Only when it moves (a stamp unit is up to 1 ms): a passing flow's
+    // packets then leave its bucket's header line alone.
+    b.stamp[i] = t;
+    e.slot.stamp = t;
+  }
+  *dir = d;
+  return &e;
 }
 
 FlowEntry* FlowTable::track_steady(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,

@@ -64,6 +64,9 @@ enum class Step : uint8_t {
 // Does a segment of this flow in this direction need segment()? False once
 // inspection is over, and for the server's direction once the client is known.
 bool stream_wants(const StreamRef& s, bool forward) noexcept;
+// The same from StreamRef::bits alone (all the answer depends on), for a
+// caller that keeps handle and next in a line it would rather not load.
+bool stream_wants(uint8_t bits, bool forward) noexcept;
 // After kOverflow with inspect_overflow = "drop": every later segment of the
 // flow (either direction) returns kDropped.
 void stream_drop_all(StreamRef s) noexcept;
