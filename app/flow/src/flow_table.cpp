@@ -149,10 +149,6 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   t->bytes_ = bytes;
   t->alloc_ = a;
   std::memcpy(t->timeout_, units, sizeof units);
-  t->min_timeout_ = UINT32_MAX;
-  for (unsigned i = 0; i < kTimeoutSlots; ++i) {
-    if (units[i] != 0 && units[i] < t->min_timeout_) t->min_timeout_ = units[i];
-  }
   return Ptr(t);
 }
 

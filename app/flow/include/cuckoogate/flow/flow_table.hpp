@@ -429,7 +429,6 @@ class alignas(64) FlowTable {
   std::size_t bytes_ = 0;
   FlowAllocator alloc_;
   uint32_t timeout_[16] = {};  // in stamp units, by state | reply flag << 3
-  uint32_t min_timeout_ = 0;   // the smallest of them: younger entries are alive whatever their state
   // FlowStats' fields in order, on their own line (the control lcore reads them).
   alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
 };
@@ -499,21 +498,18 @@ FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side,
   FlowEntry& e = b.entry[i];
   const SlotState cur = e.slot;
   const uint32_t t = units(now);
-  // Expired: track() renews it. A flow seen within the shortest timeout
-  // (seconds; the steady lane's flows were seen microseconds ago) needs no
-  // look at its state's.
-  const uint32_t a = age(cur.stamp, t);
-  if (a > min_timeout_ && a > timeout_[timeout_index(cur.state, cur.bits)]) return nullptr;
+  // Checked and written once per stamp unit (up to 1 ms) of each flow: its
+  // other packets in that unit find it alive and leave the header alone.
+  if (cur.stamp != t) {
+    if (age(cur.stamp, t) > timeout_[timeout_index(cur.state, cur.bits)]) return nullptr;  // expired: track() renews it
+    b.stamp[i] = t;
+    e.slot.stamp = t;
+  }
   const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (cur.bits & kInitB));
   if (d == Dir::kReverse && ((cur.bits & kReplied) == 0 || cur.state == static_cast<uint8_t>(FlowState::kTcpNew))) {
     const uint8_t s = cur.state == static_cast<uint8_t>(FlowState::kTcpNew)
                           ? static_cast<uint8_t>(FlowState::kTcpEstablished) : cur.state;
     b.set(i, t, s, static_cast<uint8_t>(cur.bits | kReplied));  // no pins outside track_burst
-  } else if (cur.stamp != t) {
-    // Only when it moves (a stamp unit is up to 1 ms): a passing flow's
-    // packets then leave its bucket's header line alone.
-    b.stamp[i] = t;
-    e.slot.stamp = t;
   }
   *dir = d;
   return &e;
