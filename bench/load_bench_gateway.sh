@@ -14,6 +14,8 @@
 # VmRSS again and the `memory.*` lines of `info`, and stops the gateway. Prints each run
 # and the medians: rules/s end to end, and (RSS after - RSS before) / RULES.
 # The state directory is under /var/tmp (the disk being measured), removed at exit.
+# PERF=FILE: also perf-record the control thread during each run's load into FILE.N
+# (needs linux-perf; read with perf report -i FILE.N --no-children).
 set -euo pipefail
 BUILD=${1:-build}
 RULES=${2:-1000000}
@@ -45,8 +47,17 @@ for r in $(seq "$RUNS"); do
   c0=$(ctl_ticks "$GW_PID")
   t0=$(date +%s.%N)
   : > "$D/load.out"
+  perf_pid=
+  if [ -n "${PERF:-}" ]; then
+    perf record -q -t "$GW_PID" -o "$PERF.$r" 2> /dev/null &
+    perf_pid=$!
+  fi
   for f in "$D"/part.*; do "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$f" >> "$D/load.out"; done
   t1=$(date +%s.%N)
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid"
+    wait "$perf_pid" || true
+  fi
   cpu=$(echo "scale=2; ($(ctl_ticks "$GW_PID") - $c0) / $(getconf CLK_TCK)" | bc)
   sleep 0.5
   after=$(rss_kib "$GW_PID")

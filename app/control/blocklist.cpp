@@ -364,12 +364,13 @@ uint32_t Blocklist::take_slot() {
   }
   // The counters keep what the slot's earlier rules were counted (and a burst
   // that confirmed a hit just before their delete): hits() subtracts it. A
-  // slot never used before reads 0 (no worker counts in a slot no rule held)
-  // and its base is still 0: nothing is written, so base_'s page is not
-  // committed (8 bytes a rule, when every slot's base was stored).
+  // slot never used before is neither read nor written: its counters are 0
+  // (no worker counts in a slot no rule held) and so is its base, so the
+  // pages of base_ and of every worker's counters stay uncommitted until a
+  // rule's hit or delete needs them (a 10 M-rule load touched 80 MB of
+  // counters only to read zeros: 1.5 % of its control thread).
   // Relaxed: base_ is the control thread's alone.
-  const uint64_t count = hit_reader_ ? hit_reader_(s) : 0;
-  if (reused || count != 0) base_[s].store(count, std::memory_order_relaxed);
+  if (reused) base_[s].store(hit_reader_ ? hit_reader_(s) : 0, std::memory_order_relaxed);
   return s;
 }
 
