@@ -339,9 +339,11 @@ void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
   uint64_t h[kChunk];
   for (uint32_t base = 0; base < n; base += kChunk) {
     const uint32_t c = n - base < kChunk ? n - base : kChunk;
-    // Stage 1: hash everything, prefetch the bucket headers.
+    // Stage 1: hash everything, prefetch the bucket headers (which
+    // resolve() reads first) and the home entries.
     for (uint32_t j = 0; j < c; ++j) {
       h[j] = key_hash(pkts[base + j].key, seed_);
+      prefetch_header(h[j]);
       prefetch(h[j]);
     }
     resolve(pkts + base, h, c, t, out + base);
