@@ -23,7 +23,7 @@ RUNS=${3:-3}
 MEM=${4:-1024}
 PARTS=${5:-1}
 # shellcheck source=bench/gateway_rules_lib.sh
-source "$(dirname "$0")/gateway_rules_lib.sh"
+source "$(dirname "$(readlink -f "$0")")/gateway_rules_lib.sh"
 
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
 # CPU clock ticks (user + system) of the gateway's main thread, the control thread.

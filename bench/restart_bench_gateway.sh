@@ -19,7 +19,7 @@ RUNS=${3:-3}
 MEM=${4:-3072}
 PARTS=${5:-5}
 # shellcheck source=bench/gateway_rules_lib.sh
-source "$(dirname "$0")/gateway_rules_lib.sh"
+source "$(dirname "$(readlink -f "$0")")/gateway_rules_lib.sh"
 printf '[gateway]\ncapacity = %d\n' "$((RULES + RULES / 100 + 1000))" > "$D/gw.toml"
 
 start() {
