@@ -1015,7 +1015,7 @@ Blocklist::MemoryUse Blocklist::memory_use() const noexcept {
   m.ttl = store_->ttl_memory_bytes();
   // removed_at_ and base_ are written only for slots released (and reused)
   // at least once: pages are committed for at most that many (a fresh slot's
-  // base is written only when its counters are not 0, which workers never do).
+  // base is never written; see take_slot()).
   m.hits = std::min<std::size_t>(releases_.load(std::memory_order_relaxed), next_slot_.load(std::memory_order_relaxed)) *
            2 * sizeof(std::atomic<uint64_t>);
   return m;

@@ -230,8 +230,11 @@ int Worker::main(void* arg) {
 }
 
 // Parses every packet and, with a flow table, builds its flow key and hash
-// and starts loading its bucket's header and its home slot's entry: both
-// lines are in by the time pass_cached() or track_flows() reads them.
+// and starts loading its home slot's entry, the one line pass_cached()
+// reads for a flow at home (a bare SYN: its bucket's header instead, where
+// its lookup ends). The headers of packets that leave the lane are read by
+// track_flows() without a prefetch: prefetching them after the lane was
+// measured no faster (docs/PERFORMANCE.md, "Session 13").
 // A plain frame (untagged IPv4 TCP/UDP, no options, no fragment, no tunnel)
 // gets only its flow key and LaneInfo here: its PacketMeta is written by
 // process() if it leaves the fast lane, so a passing flow's packets never

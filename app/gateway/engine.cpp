@@ -511,7 +511,9 @@ void Engine::info_text(std::string& out) const {
   line(out, "tables.last_growth_ms", blocklist_->last_growth_ms());
   // Bytes per structure (docs/PERFORMANCE.md, "Memory per rule"): the
   // tables as allocated, the store's estimated from its allocations, hit
-  // counters as committed (blocklist's slot arrays + one per worker).
+  // counters: the blocklist's slot arrays as committed, plus an upper bound
+  // for the workers' (8 bytes per slot handed out, per worker; a worker's
+  // page is committed only once one of its rules is hit).
   const Blocklist::MemoryUse m = blocklist_->memory_use();
   const uint64_t hits = m.hits + blocklist_->slots_used() * sizeof(uint64_t) * rule_hits_.size();
   const uint64_t total = m.filter + m.exact + m.store + m.ttl + hits;

@@ -751,8 +751,37 @@ TEST(FlowTable, TrackSteadyFindsAFlowAwayFromItsHomeSlot) {
     Dir d = Dir::kReverse;
     EXPECT_EQ(t->track_steady(p.key, t->hash(p.key), p.side, 0, 5, &d), r.entry);
     EXPECT_EQ(d, Dir::kForward);
+    // The answer, wherever the flow sits: replied, in the header too.
+    const Side back = p.side == Side::kA ? Side::kB : Side::kA;
+    EXPECT_EQ(t->track_steady(p.key, t->hash(p.key), back, 0, 6, &d), r.entry);
+    EXPECT_EQ(d, Dir::kReverse);
+    EXPECT_TRUE(t->find(p.key, p.side, 6).replied);
   }
   EXPECT_GE(away, 1u);  // eight flows, eight home slots drawn at random: some collide
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
+}
+
+// Each entry has its own cold state, and writing it leaves every entry alone.
+TEST(FlowTable, EveryEntryOfABucketHasItsOwnColdState) {
+  auto t = make_table(config(64));
+  const std::vector<FlowPacket> f = same_bucket(*t, v4(1), FlowTable::kWays);
+  std::vector<FlowEntry*> e;
+  for (const FlowPacket& p : f) e.push_back(track(*t, p, 0).entry);
+  std::vector<FlowEntry> before;
+  for (FlowEntry* x : e) before.push_back(*x);
+  for (uint32_t j = 0; j < e.size(); ++j) {
+    t->cold(*e[j]).stream[0] = 0x1000 + j;
+    t->cold(*e[j]).stream[1] = 0x2000 + j;
+  }
+  std::set<const FlowCold*> distinct;
+  for (uint32_t j = 0; j < e.size(); ++j) {
+    EXPECT_EQ(t->cold(*e[j]).stream[0], 0x1000 + j);
+    EXPECT_EQ(t->cold(*e[j]).stream[1], 0x2000 + j);
+    EXPECT_EQ(std::memcmp(e[j], &before[j], sizeof(FlowEntry)), 0) << j;
+    distinct.insert(&t->cold(*e[j]));
+  }
+  EXPECT_EQ(distinct.size(), FlowTable::kWays);
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
 }
 
 // What track_steady() refreshes, expiry and eviction see: they read the

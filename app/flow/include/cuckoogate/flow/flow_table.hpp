@@ -34,6 +34,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -356,7 +357,8 @@ class alignas(64) FlowTable {
   // wherever it sits.
   inline void prefetch_entry(uint64_t hash) const noexcept;
 
-  // track_burst() with the hashes already computed (hash() of each key).
+  // track_burst() with the hashes already computed (hash() of each key). It
+  // reads every bucket header first: prefetch_header() them if you can.
   void track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint32_t n, uint64_t now,
                    FlowResult* out) noexcept;
 
@@ -509,7 +511,8 @@ FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side,
   if (d == Dir::kReverse && ((cur.bits & kReplied) == 0 || cur.state == static_cast<uint8_t>(FlowState::kTcpNew))) {
     const uint8_t s = cur.state == static_cast<uint8_t>(FlowState::kTcpNew)
                           ? static_cast<uint8_t>(FlowState::kTcpEstablished) : cur.state;
-    b.set(i, t, s, static_cast<uint8_t>(cur.bits | kReplied));  // no pins outside track_burst
+    assert((b.bits[i] & kPinned) == 0);  // no pins outside track_burst: set() would drop one
+    b.set(i, t, s, static_cast<uint8_t>(cur.bits | kReplied));
   }
   *dir = d;
   return &e;
