@@ -18,7 +18,7 @@
 // low bits and the signature is its top 16 bits, so the two are independent.
 //
 // Invariant: every write of a slot's header stamp, state or bits goes
-// through Bucket::set() (or clear_slot()), which writes the entry's copy too,
+// through Bucket::set() or touch(), which write the entry's copy too,
 // so entry[i].slot equals the header's slot i (but for kPinned), and
 // entry[i].slot.state is kNone exactly when sig[i] is 0.
 #include "cuckoogate/flow/flow_table.hpp"
@@ -218,15 +218,6 @@ void FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Si
   add(CG_FLOW_COUNTER(created));
   add(CG_FLOW_COUNTER(active));
   r = {&e, Dir::kForward, s, true, false};
-}
-
-CG_FLOW_INLINE int FlowTable::find_slot(const Bucket& b, const FlowKey& key,
-                                        uint64_t h) const noexcept {
-  for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
-    const unsigned i = first_slot(m);
-    if (key_equal(b.entry[i].key, key)) return static_cast<int>(i);
-  }
-  return -1;
 }
 
 // The result is written in place: a FlowResult returned by value through

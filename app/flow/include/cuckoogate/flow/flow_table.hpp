@@ -413,7 +413,9 @@ class alignas(64) FlowTable {
             uint32_t t, uint8_t pin, FlowResult& r) noexcept;
   void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
                     uint8_t pin, FlowResult& r) noexcept;
-  int find_slot(const Bucket& b, const FlowKey& key, uint64_t h) const noexcept;
+  // The slot of `key` (hash h) through the bucket header's signatures, -1 if none.
+  template <class K>
+  [[gnu::always_inline]] inline int find_slot(const Bucket& b, const K& key, uint64_t h) const noexcept;
   // The bucket of an entry of this table, and its slot in *slot.
   inline Bucket& bucket_of(const FlowEntry& e, unsigned* slot) const noexcept;
   void resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t, FlowResult* out) noexcept;
@@ -450,6 +452,11 @@ struct alignas(64) FlowTable::Bucket {
     bits[i] = b;
     entry[i].slot = {t, s, static_cast<uint8_t>(b & ~detail::kPinned)};
   }
+  // Only slot i's stamp, in both places.
+  void touch(unsigned i, uint32_t t) noexcept {
+    stamp[i] = t;
+    entry[i].slot.stamp = t;
+  }
 };
 static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
@@ -479,6 +486,16 @@ FlowCold& FlowTable::cold(const FlowEntry& e) const noexcept {
 }
 
 template <class K>
+int FlowTable::find_slot(const Bucket& b, const K& key, uint64_t h) const noexcept {
+  using namespace detail;
+  for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
+    const unsigned i = first_slot(m);
+    if (key_equal(b.entry[i].key, key)) return static_cast<int>(i);  // else another flow with that signature: rare
+  }
+  return -1;
+}
+
+template <class K>
 FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
                              Dir* dir) noexcept {
   using namespace detail;
@@ -490,12 +507,9 @@ FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side,
   // is read only for a flow elsewhere in the bucket. A free slot's entry has
   // state kNone, whatever key it last held.
   if (b.entry[i].slot.state == 0 || !key_equal(b.entry[i].key, key)) {
-    uint32_t m = match(b.sig, signature(h));
-    for (; m != 0; m &= m - 1) {
-      if (key_equal(b.entry[first_slot(m)].key, key)) break;  // another flow with the same signature: rare
-    }
-    if (m == 0) return nullptr;
-    i = first_slot(m);
+    const int found = find_slot(b, key, h);
+    if (found < 0) return nullptr;
+    i = static_cast<unsigned>(found);
   }
   FlowEntry& e = b.entry[i];
   const SlotState cur = e.slot;
@@ -504,8 +518,7 @@ FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side,
   // other packets in that unit find it alive and leave the header alone.
   if (cur.stamp != t) {
     if (age(cur.stamp, t) > timeout_[timeout_index(cur.state, cur.bits)]) return nullptr;  // expired: track() renews it
-    b.stamp[i] = t;
-    e.slot.stamp = t;
+    b.touch(i, t);
   }
   const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (cur.bits & kInitB));
   if (d == Dir::kReverse && ((cur.bits & kReplied) == 0 || cur.state == static_cast<uint8_t>(FlowState::kTcpNew))) {
