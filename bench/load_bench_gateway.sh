@@ -26,8 +26,10 @@ PARTS=${5:-1}
 source "$(dirname "$(readlink -f "$0")")/gateway_rules_lib.sh"
 
 rss_kib() { awk '$1 == "VmRSS:" {print $2}' "/proc/$1/status"; }
-# CPU clock ticks (user + system) of the gateway's main thread, the control thread.
+# CPU clock ticks (user + system) of the gateway's main thread, the control thread, and its
+# system part alone (page faults: the kernel zeroing the pages new rules take).
 ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat"; }
+ctl_sys_ticks() { awk '{print $15}' "/proc/$1/task/$1/stat"; }
 
 CAP=$((RULES + RULES / 100 + 1000))
 rates=() perrule=() cpus=()
@@ -45,6 +47,7 @@ for r in $(seq "$RUNS"); do
   sleep 0.5
   before=$(rss_kib "$GW_PID")
   c0=$(ctl_ticks "$GW_PID")
+  s0=$(ctl_sys_ticks "$GW_PID")
   t0=$(date +%s.%N)
   : > "$D/load.out"
   perf_pid=
@@ -59,13 +62,14 @@ for r in $(seq "$RUNS"); do
     wait "$perf_pid" || true
   fi
   cpu=$(echo "scale=2; ($(ctl_ticks "$GW_PID") - $c0) / $(getconf CLK_TCK)" | bc)
+  sys=$(echo "scale=2; ($(ctl_sys_ticks "$GW_PID") - $s0) / $(getconf CLK_TCK)" | bc)
   sleep 0.5
   after=$(rss_kib "$GW_PID")
   secs=$(echo "$t1 - $t0" | bc)
   rate=$(echo "$RULES / $secs" | bc)
   per=$(echo "($after - $before) * 1024 / $RULES" | bc)
   sed "s/^/run $r: /" "$D/load.out"
-  echo "run $r: load $secs s, $rate rules/s (gateway control thread: $cpu CPU s," \
+  echo "run $r: load $secs s, $rate rules/s (gateway control thread: $cpu CPU s, $sys of them system," \
     "$(echo "$RULES / $cpu" | bc) rules per CPU s); RSS empty $before KiB, loaded $after KiB, $per B/rule"
   cpus+=("$(echo "$RULES / $cpu" | bc)")
   "$BIN/cuckoogatectl" -s "$D/gw.sock" info | grep -E '^(rules|memory\.)' | sed "s/^/run $r:   /" || true
