@@ -48,18 +48,31 @@ inline bool is_unreserved(uint8_t c) noexcept {
 }
 
 // Percent-normalises in[0, n) into out; returns the length written (<= n).
+// Idempotent: normalising the output again changes nothing. So an escaped
+// hex digit that would complete an escape behind a stray '%' (one that
+// starts no escape: "%%30f", "%4%31") stays encoded; decoded, it would make
+// "%0f" or "%41", which a second pass would decode again. A rule's key then
+// survives its own text (format_rule, parse_rule), and a rule and the
+// traffic it names, both normalised once, still meet.
 inline std::size_t normalise_escapes(const uint8_t* in, std::size_t n, uint8_t* out) noexcept {
   constexpr char kHex[] = "0123456789ABCDEF";
   std::size_t o = 0;
+  std::size_t stray = SIZE_MAX;  // where in out the last stray '%' is
   for (std::size_t i = 0; i < n; ++i) {
     const int h = in[i] == '%' && i + 2 < n ? hex_value(in[i + 1]) : -1;
     const int l = h >= 0 ? hex_value(in[i + 2]) : -1;
     if (l < 0) {  // not an escape (or a broken one): as it is
+      if (in[i] == '%') stray = o;
       out[o++] = in[i];
       continue;
     }
     const auto c = static_cast<uint8_t>(h << 4 | l);
-    if (is_unreserved(c)) {
+    // Whether c, written at o, would be the first or second hex digit after
+    // a stray '%' (the first: out[o - 1] is that '%'; the second: the one
+    // before is, and out[o - 1] is a hex digit).
+    const bool completes = hex_value(c) >= 0 && stray != SIZE_MAX &&
+                           (o == stray + 1 || (o == stray + 2 && hex_value(out[o - 1]) >= 0));
+    if (is_unreserved(c) && !completes) {
       out[o++] = c;
     } else {
       out[o++] = '%';
