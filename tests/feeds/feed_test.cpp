@@ -61,6 +61,22 @@ TEST(Hosts, SkipNamesAreCaseInsensitiveAndCoverIp6Names) {
     EXPECT_FALSE(is_hosts_skip_name(n)) << n;
 }
 
+// Words are split where the rule language splits them: a name followed by a
+// vertical tab or form feed is still the name it is without one, so
+// "local\v" is skipped like "local" (found by feeds_fuzz: it became "host
+// local"), and "a.example\fb.example" is two names.
+TEST(Hosts, WordsSplitAtEveryRuleLanguageSpace) {
+  const RuleFileParse skip = parse_feed("2.0.0.1 local\v\n127.0.0.1 localhost\f\n", {Format::kHosts}, false);
+  ASSERT_TRUE(skip.errors.empty()) << skip.errors[0].message();
+  EXPECT_EQ(texts(skip.rules), V{});
+  const RuleFileParse p = parse_feed("0.0.0.0\va.example.com\fb.example.com\v\n", {Format::kHosts}, false);
+  ASSERT_TRUE(p.errors.empty()) << p.errors[0].message();
+  EXPECT_EQ(texts(p.rules), (V{"host a.example.com", "host b.example.com"}));
+  const RuleFileParse d = parse_feed("a.example.org\v\n\fb.example.org\n", {Format::kDomains}, false);
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message();
+  EXPECT_EQ(texts(d.rules), (V{"host a.example.org", "host b.example.org"}));
+}
+
 TEST(Hosts, MalformedLinesNameTheColumnAndWhatWasExpected) {
   std::vector<Rule> out;
   ParseError e;

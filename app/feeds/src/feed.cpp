@@ -10,8 +10,6 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kFormatNames = {"rules", "hosts", "domains", "cidr"};
 
-bool is_blank(char c) noexcept { return c == ' ' || c == '\t' || c == '\r'; }
-
 char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequal(std::string_view a, std::string_view b) noexcept {
@@ -26,18 +24,20 @@ struct Token {
   std::size_t column;  // 1-based
 };
 
-// The blank-separated words of `text` before the first of `comment_chars`.
+// The words of `text` before the first of `comment_chars`, split at the rule
+// language's whitespace: a word is what parse_rule sees (so a hosts name
+// checked against is_hosts_skip_name is the name added).
 std::vector<Token> tokens(std::string_view text, std::string_view comment_chars) {
   const std::size_t end = text.find_first_of(comment_chars);
   if (end != std::string_view::npos) text = text.substr(0, end);
   std::vector<Token> out;
   for (std::size_t i = 0; i < text.size();) {
-    if (is_blank(text[i])) {
+    if (is_rule_space(text[i])) {
       ++i;
       continue;
     }
     const std::size_t b = i;
-    while (i < text.size() && !is_blank(text[i])) ++i;
+    while (i < text.size() && !is_rule_space(text[i])) ++i;
     out.push_back({text.substr(b, i - b), b + 1});
   }
   return out;

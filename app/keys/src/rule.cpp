@@ -19,8 +19,6 @@ constexpr std::string_view kExpectKind = "rule kind (flow, src, dst, ip, service
 constexpr std::string_view kExpectProto =
     "protocol (tcp, udp, sctp, icmp, icmpv6 or a number 0-255)";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
 std::string lower(std::string_view s) {
   std::string r(s);
   for (char& c : r) c = static_cast<char>(detail::ascii_lower(static_cast<uint8_t>(c)));
@@ -383,12 +381,12 @@ RuleParse parse_rule(std::string_view text, std::size_t line) {
   std::size_t n_tok = 0;
   std::size_t end_col = 1;
   for (std::size_t i = 0; i < text.size();) {
-    if (is_space(text[i])) {
+    if (is_rule_space(text[i])) {
       ++i;
       continue;
     }
     const std::size_t b = i;
-    while (i < text.size() && !is_space(text[i])) ++i;
+    while (i < text.size() && !is_rule_space(text[i])) ++i;
     if (n_tok < kMaxTokens) tok[n_tok++] = {text.substr(b, i - b), b + 1};
     end_col = i + 1;
   }
@@ -465,7 +463,7 @@ RuleFileParse parse_rules(std::string_view file_text, bool skip_bad) {
     file_text = nl == std::string_view::npos ? std::string_view{} : file_text.substr(nl + 1);
     const std::size_t hash = l.find('#');
     const std::string_view content = l.substr(0, hash);
-    if (std::all_of(content.begin(), content.end(), is_space)) continue;
+    if (std::all_of(content.begin(), content.end(), is_rule_space)) continue;
     RuleParse p = parse_rule(l, line);
     if (!p.rule) {
       out.errors.push_back(std::move(p.error));

@@ -100,9 +100,17 @@ struct RuleParse {
   ParseError error;
 };
 
-// Parses one rule. Surrounding whitespace and a '#' comment (which runs to the
-// end of the text) are ignored; anything else must be a complete rule.
-// `line` is only copied into the error.
+// The whitespace between a rule's words: space, tab, CR, VT and FF.
+// Formats that split lines into words before handing them to parse_rule
+// (the feed formats) split on exactly these, so no word they look at can
+// change when parse_rule strips it.
+inline constexpr bool is_rule_space(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Parses one rule. Surrounding whitespace (is_rule_space) and a '#' comment
+// (which runs to the end of the text) are ignored; anything else must be a
+// complete rule. `line` is only copied into the error.
 RuleParse parse_rule(std::string_view text, std::size_t line = 1);
 
 struct RuleFileParse {
