@@ -271,6 +271,27 @@ class Progress {
   Clock::time_point start_ = Clock::now(), last_{};
 };
 
+// A rule file's load error as the gateway words it ("... nothing applied:
+// line 2, column 1: expected ...", or "line 2: ..."), with the line named
+// FILE:2:1 as the errors of every other format are: the gateway parsed the
+// file's lines as they are, so its line numbers are the file's.
+std::string name_the_file(const std::string& msg, const std::string& file) {
+  const std::size_t at = msg.find(": line ");
+  if (at == std::string::npos) return msg;
+  std::size_t line = 0, column = 0;
+  int used = 0;
+  const char* rest = msg.c_str() + at + 7;
+  std::string where;
+  if (std::sscanf(rest, "%zu, column %zu: %n", &line, &column, &used) == 2 && used > 0) {
+    where = file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  } else if (std::sscanf(rest, "%zu: %n", &line, &used) == 1 && used > 0) {
+    where = file + ":" + std::to_string(line) + ": ";
+  } else {
+    return msg;
+  }
+  return msg.substr(0, at + 2) + where + (rest + used);
+}
+
 int cmd_load(Connection& c, const LoadArgs& a) {
   const std::string& file = a.file;
   const std::string shown_name = file == "-" ? "stdin" : file;
@@ -352,7 +373,8 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   progress.wait_for(c, rules);
   Connection::Response resp = c.read_response(false);
   if (!resp.ok()) {
-    std::fprintf(stderr, "cuckoogatectl: load: %s\n", err_text(resp.first).c_str());
+    const std::string why = err_text(resp.first);
+    std::fprintf(stderr, "cuckoogatectl: load: %s\n", (convert ? why : name_the_file(why, shown_name)).c_str());
     return 2;
   }
   progress.done(rules);

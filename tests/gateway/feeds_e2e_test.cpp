@@ -103,6 +103,17 @@ TEST_F(Feeds, ABadLineNamesFileAndLineAndLoadsNothing) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("bad.cidr:2:12: expected end of line"), std::string::npos) << r.err;
   EXPECT_FALSE(present("ip 192.0.2.90"));
+  // A rule file goes to the gateway as it is, which parses it: its errors
+  // name the file too, not only the line.
+  const std::string g = write("bad.rules", "src 192.0.2.92\nbogus line\n");
+  r = ctl({"load", g});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nothing applied: " + g + ":2:1: expected rule kind"), std::string::npos) << r.err;
+  EXPECT_FALSE(present("src 192.0.2.92"));
+  const std::string h = write("long.rules", "src 192.0.2.93\nhost " + std::string(300, 'a') + ".test\n");
+  r = ctl({"load", h});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nothing applied: " + h + ":2:"), std::string::npos) << r.err;
 }
 
 TEST_F(Feeds, SkipBadLoadsTheGoodLinesCountsAndShowsTheFirstBadOnes) {
