@@ -332,6 +332,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   while (std::getline(*in, line)) {
     ++lines;
     read += line.size() + 1;
+    if (lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
     if (!convert) {
       // The server ends a load at a line that is '.' after trimming blanks; no
       // rule starts with '.', so such a line is refused before anything is sent.

@@ -57,7 +57,8 @@ TEST(Hosts, SkipNamesAreCaseInsensitiveAndCoverIp6Names) {
                         "localhost6.localdomain6", "local", "broadcasthost", "ip6-localnet",
                         "ip6-mcastprefix", "0.0.0.0"})
     EXPECT_TRUE(is_hosts_skip_name(n)) << n;
-  for (const char* n : {"localhost.example.com", "mylocalhost", "ip6", "locals", "example.com"})
+  for (const char* n : {"localhost.example.com", "mylocalhost", "ip6", "locals", "example.com",
+                        "ip6-tracker.example.com", "IP6-ads.example.net."})
     EXPECT_FALSE(is_hosts_skip_name(n)) << n;
 }
 
@@ -75,6 +76,22 @@ TEST(Hosts, WordsSplitAtEveryRuleLanguageSpace) {
   const RuleFileParse d = parse_feed("a.example.org\v\n\fb.example.org\n", {Format::kDomains}, false);
   ASSERT_TRUE(d.errors.empty()) << d.errors[0].message();
   EXPECT_EQ(texts(d.rules), (V{"host a.example.org", "host b.example.org"}));
+}
+
+// An editor's UTF-8 byte-order mark before line 1 is not part of the feed,
+// in any format.
+TEST(ParseFeed, AByteOrderMarkIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const RuleFileParse h = parse_feed(bom + "0.0.0.0 ads.example.com\n", {Format::kHosts}, false);
+  ASSERT_TRUE(h.errors.empty()) << h.errors[0].message();
+  EXPECT_EQ(texts(h.rules), V{"host ads.example.com"});
+  const RuleFileParse r = parse_feed(bom + "src 192.0.2.1\n", {Format::kRules}, false);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0].message();
+  EXPECT_EQ(texts(r.rules), V{"src 192.0.2.1"});
+  const RuleFileParse c = parse_feed(bom + "# DROP\n192.0.2.0/24 ; SBL1\n", {Format::kCidr}, false);
+  ASSERT_TRUE(c.errors.empty()) << c.errors[0].message();
+  EXPECT_EQ(texts(c.rules), V{"ip 192.0.2.0/24"});
+  EXPECT_EQ(skip_bom("\xEF\xBB"), "\xEF\xBB");  // not a whole mark: left for the parser to refuse
 }
 
 TEST(Hosts, MalformedLinesNameTheColumnAndWhatWasExpected) {

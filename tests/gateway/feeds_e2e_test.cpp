@@ -61,6 +61,19 @@ TEST_F(Feeds, DomainListFromStdin) {
   EXPECT_TRUE(present("host t2.domains.test"));
 }
 
+// A file saved with a UTF-8 byte-order mark loads as without one, whether
+// cuckoogatectl parses it (hosts) or sends it as it is (rules).
+TEST_F(Feeds, AByteOrderMarkBeforeLineOneIsSkipped) {
+  const std::string h = write("bom.hosts", "\xEF\xBB\xBF" "0.0.0.0 bom.hosts.test\n");
+  Result r = ctl({"load", "--format", "hosts", h});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("host bom.hosts.test"));
+  const std::string f = write("bom.rules", "\xEF\xBB\xBF" "src 192.0.2.95\n");
+  r = ctl({"load", f});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(present("src 192.0.2.95"));
+}
+
 TEST_F(Feeds, CidrListsBecomeIpRulesOrTheKindAsks) {
   const std::string f = write("drop.txt", "; Spamhaus DROP List\n198.18.0.7 ; SBL1\n# FireHOL\n2001:db8::77\n");
   Result r = ctl({"load", "--format", "cidr", f});

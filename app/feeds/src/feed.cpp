@@ -128,7 +128,10 @@ bool is_hosts_skip_name(std::string_view name) noexcept {
       "0.0.0.0"};
   for (const std::string_view n : kNames)
     if (iequal(name, n)) return true;
-  return name.size() >= 4 && iequal(name.substr(0, 4), "ip6-");
+  // The IPv6 names hosts files give ::1 and ff02::N (ip6-localhost,
+  // ip6-allnodes, ...): one label, so a domain that starts with "ip6-"
+  // (ip6-tracker.example.com) is a name like any other.
+  return name.size() >= 4 && iequal(name.substr(0, 4), "ip6-") && name.find('.') == std::string_view::npos;
 }
 
 bool parse_feed_line(const Options& o, std::string_view text, std::size_t line, std::vector<Rule>* out,
@@ -156,6 +159,7 @@ bool parse_feed_line(const Options& o, std::string_view text, std::size_t line, 
 }
 
 RuleFileParse parse_feed(std::string_view text, const Options& o, bool skip_bad) {
+  text = skip_bom(text);
   if (o.format == Format::kRules) return parse_rules(text, skip_bad);
   RuleFileParse res;
   std::unordered_set<std::string> seen;

@@ -44,8 +44,8 @@ struct Options {
 // True for the names a hosts file maps to the machine itself, which a hosts
 // feed never turns into rules (ASCII case-insensitive): localhost,
 // localhost.localdomain, localhost4, localhost4.localdomain4, localhost6,
-// localhost6.localdomain6, local, broadcasthost, 0.0.0.0 and every name
-// starting with "ip6-" (ip6-localhost, ip6-loopback, ip6-allnodes, ...).
+// localhost6.localdomain6, local, broadcasthost, 0.0.0.0 and every one-label
+// name starting with "ip6-" (ip6-localhost, ip6-loopback, ip6-allnodes, ...).
 bool is_hosts_skip_name(std::string_view name) noexcept;
 
 // Parses one line of a feed (without its '\n'; a trailing '\r' is blank).
@@ -55,7 +55,14 @@ bool is_hosts_skip_name(std::string_view name) noexcept;
 bool parse_feed_line(const Options& o, std::string_view text, std::size_t line,
                      std::vector<Rule>* out, ParseError* err);
 
-// Parses a whole feed, lines split at '\n' and numbered from 1, as
+// `text` without the UTF-8 byte-order mark an editor may have put at the
+// start of a file (EF BB BF): callers that read a feed line by line strip it
+// from line 1; parse_feed strips it itself.
+inline std::string_view skip_bom(std::string_view text) noexcept {
+  return text.substr(0, 3) == "\xEF\xBB\xBF" ? text.substr(3) : text;
+}
+
+// Parses a whole feed (after a byte-order mark: skip_bom), lines split at '\n' and numbered from 1, as
 // parse_rules does: every bad line is reported; without skip_bad a feed with
 // any bad line yields no rules (nothing is half-applied); rules that
 // canonicalise alike are returned once (first occurrence kept).
