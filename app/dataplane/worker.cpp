@@ -805,13 +805,15 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
   rte_mbuf* on[kBurst * reject::kMaxReplies];
   const bool one_port = cfg_.reply_port >= 0;  // replay --reply: every reply, in packet order
   uint16_t nback = 0, non = 0, limited = 0, failed = 0;
+  reject::Options opts;
+  opts.dns_rcode = cfg_.reject_dns;
   for (uint16_t i = 0; i < nd; ++i) {
     if (!s_->by_rule[i]) continue;
     const rte_mbuf* m = drop[i];
     const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
     // A dry run first: frames that get no reply (ICMP errors, broadcasts, ...)
     // must not use up tokens.
-    const reject::Result dry = reject::build(frame, rte_pktmbuf_data_len(m), {});
+    const reject::Result dry = reject::build(frame, rte_pktmbuf_data_len(m), {}, opts);
     if (dry.status == reject::Status::kNotApplicable) continue;
     if (!bucket_->allow(now, dry.count)) {  // a TCP reset pair costs two
       ++limited;
@@ -823,7 +825,7 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
     for (unsigned k = 0; ok && k < dry.count; ++k)
       buf[k] = {rte_pktmbuf_mtod(out[k], uint8_t*), rte_pktmbuf_tailroom(out[k])};
     const reject::Result r =
-        ok ? reject::build(frame, rte_pktmbuf_data_len(m), {buf, dry.count}) : reject::Result{};
+        ok ? reject::build(frame, rte_pktmbuf_data_len(m), {buf, dry.count}, opts) : reject::Result{};
     if (!ok || r.status != reject::Status::kBuilt || r.count != dry.count) {
       if (ok) rte_pktmbuf_free_bulk(out, dry.count);
       failed += dry.count;

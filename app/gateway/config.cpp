@@ -376,7 +376,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     const std::string w = path + ": gateway";
     if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "max_memory", "ctl", "ctl_idle_timeout",
                          "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action",
-                         "inspect_overflow", "quic"}, w, err))
+                         "inspect_overflow", "quic", "reject_dns", "reject_rate"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -416,6 +416,15 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
       }
       c.reject = *s == "reject";
     }
+    if (const toml::node* a = g->get("reject_dns")) {
+      const auto s = a->value<std::string>();
+      if (!s || (*s != "refused" && *s != "nxdomain")) {
+        *err = w + ".reject_dns: expected \"refused\" or \"nxdomain\"";
+        return false;
+      }
+      c.reject_nxdomain = *s == "nxdomain";
+    }
+    if (!integer(*g, "reject_rate", 1u, kMaxRejectRate, c.reject_rate, w, err)) return false;
     if (const toml::node* a = g->get("inspect_overflow")) {
       const auto s = a->value<std::string>();
       if (!s || (*s != "pass" && *s != "drop")) {

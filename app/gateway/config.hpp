@@ -63,6 +63,8 @@ struct GatewayConfig {
   unsigned ctl_idle_timeout_s = 30;     // control clients idle this long are closed
   uint64_t flows_per_worker = uint64_t{1} << 17;  // flow-table entries; 0 = no flow table
   bool reject = false;                  // action = "drop" | "reject"
+  bool reject_nxdomain = false;         // reject_dns = "refused" | "nxdomain"
+  uint32_t reject_rate = 1000;          // reject replies per second per worker
   bool inspect_overflow_drop = false;   // inspect_overflow = "pass" | "drop"
   std::string quic = "inspect";         // quic = "inspect" | "block" | "pass"
   std::string state_dir;                // durable rule state ("" = none)
@@ -76,6 +78,8 @@ struct GatewayConfig {
 
 // The largest configuration file read (1 MiB; the examples are ~2 KiB).
 inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
+// reject_rate's (and --reject-rate's) upper bound: replies per second per worker.
+inline constexpr uint32_t kMaxRejectRate = 1000000;  // TokenBucket clamps past 10^6
 
 // Loads `path`, which must be a regular file of at most kMaxConfigFileBytes
 // (read_regular_file in gateway/file_read.hpp: a directory, FIFO or device is

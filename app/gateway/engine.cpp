@@ -332,6 +332,9 @@ bool Engine::start(std::string* err) {
     c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
+    c.reject_dns = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;
+    c.reject_rate = opts_.reject_rate;
+    c.reject_burst = std::max<uint32_t>(1, opts_.reject_rate / 10);
     c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
                opts_.fragments.timeout_ms};
     c.inspect_overflow_drop = opts_.inspect_overflow_drop;

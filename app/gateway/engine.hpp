@@ -30,6 +30,8 @@ struct EngineOptions {
   bool salvage = false;             // start despite damaged state
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker; 0 = no flow table
   bool reject = false;              // action: reject instead of drop (docs/reject.md)
+  bool reject_nxdomain = false;     // a rejected DNS query's answer: NXDOMAIN, not REFUSED
+  uint32_t reject_rate = 1000;      // replies per second per worker (burst: a tenth of it)
   FragmentsConfig fragments;        // IP reassembly (docs/dataplane.md)
   bool inspect_overflow_drop = false;  // inspect_overflow = "drop" (docs/reassembly.md)
   QuicMode quic = QuicMode::kInspect;  // quic = "inspect" | "block" | "pass" (docs/quic.md)

@@ -133,6 +133,15 @@ int main(int argc, char** argv) {
   run->add_option("--action", run_action, "What a rule does to a blocked flow: drop (default) or reject "
                                           "(TCP resets, DNS REFUSED, ICMP prohibited; docs/reject.md)")
       ->check(CLI::IsMember({"drop", "reject"}));
+  std::string run_reject_dns;
+  run->add_option("--reject-dns", run_reject_dns, "With --action reject: a blocked DNS query's answer, refused "
+                                                  "or nxdomain (default: gateway.reject_dns, else refused)")
+      ->check(CLI::IsMember({"refused", "nxdomain"}));
+  uint32_t run_reject_rate = 0;
+  CLI::Option* run_reject_rate_opt =
+      run->add_option("--reject-rate", run_reject_rate, "With --action reject: replies per second per worker, "
+                                                        "bursts of a tenth of it (default: gateway.reject_rate, else 1000)")
+          ->check(CLI::Range(1u, cg::kMaxRejectRate));
   run->allow_extras();  // reported by reject_extras(), in order and with a hint
   run->footer("EAL options follow `--` (cuckoogate run [options] -- --vdev=net_null0 ...) or precede the\n"
               "command (cuckoogate [EAL options] -- run [options]); they replace the config's [eal] args.");
@@ -171,6 +180,13 @@ int main(int argc, char** argv) {
   std::string rep_action = "drop";
   rep->add_option("--action", rep_action, "drop (default) or reject blocked flows (docs/reject.md)")
       ->check(CLI::IsMember({"drop", "reject"}));
+  std::string rep_reject_dns = "refused";
+  rep->add_option("--reject-dns", rep_reject_dns, "With --action reject: a blocked DNS query's answer, refused "
+                                                  "(default) or nxdomain")
+      ->check(CLI::IsMember({"refused", "nxdomain"}));
+  rep->add_option("--reject-rate", po.reject_rate, "With --action reject: replies per second per worker, "
+                                                   "bursts of a tenth of it (default 1000)")
+      ->check(CLI::Range(1u, cg::kMaxRejectRate));
   std::string rep_frags = "reassemble";
   rep->add_option("--fragments", rep_frags, "IP fragments: reassemble (default) and judge the datagram, or off "
                                             "(each judged alone; docs/dataplane.md)")
@@ -213,6 +229,8 @@ int main(int argc, char** argv) {
     if (run_workers != 0) ro.workers = run_workers;
     if (run_flows_opt->count() != 0) ro.flows = run_flows;
     if (!run_action.empty()) ro.reject = run_action == "reject";
+    if (!run_reject_dns.empty()) ro.reject_nxdomain = run_reject_dns == "nxdomain";
+    if (run_reject_rate_opt->count() != 0) ro.reject_rate = run_reject_rate;
     ro.eal = split.eal;
     return cg::run_gateway(ro);
   }
@@ -234,6 +252,7 @@ int main(int argc, char** argv) {
   po.verify = !rep_no_verify;
   po.drop_malformed = malformed == "drop";
   po.reject = rep_action == "reject";
+  po.reject_nxdomain = rep_reject_dns == "nxdomain";
   po.fragments.reassemble = rep_frags == "reassemble";
   po.inspect_overflow_drop = rep_overflow == "drop";
   if (!po.reply.empty() && !po.reject) {

@@ -321,6 +321,8 @@ int replay(const ReplayOptions& o) {
     eo.pps = o.pps;
     eo.flows = o.flows;
     eo.reject = o.reject;
+    eo.reject_nxdomain = o.reject_nxdomain;
+    eo.reject_rate = o.reject_rate;
     eo.fragments = o.fragments;
     eo.inspect_overflow_drop = o.inspect_overflow_drop;
     parse_quic_mode(o.quic, &eo.quic);  // checked by the command line

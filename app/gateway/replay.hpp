@@ -25,6 +25,8 @@ struct ReplayOptions {
   bool quiet = false;
   uint64_t flows = uint64_t{1} << 17;  // flow-table entries per worker (0 = none)
   bool reject = false;             // --action reject
+  bool reject_nxdomain = false;    // --reject-dns nxdomain
+  uint32_t reject_rate = 1000;     // --reject-rate
   FragmentsConfig fragments;       // --fragments, --frag-*: as [fragments]
   bool inspect_overflow_drop = false;  // --inspect-overflow drop
   std::string quic = "inspect";        // --quic inspect|block|pass

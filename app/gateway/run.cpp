@@ -142,6 +142,8 @@ int run_gateway(const RunOptions& o) {
     eo.salvage = o.salvage;
     eo.flows = o.flows.value_or(cfg.flows_per_worker);
     eo.reject = o.reject.value_or(cfg.reject);
+    eo.reject_nxdomain = o.reject_nxdomain.value_or(cfg.reject_nxdomain);
+    eo.reject_rate = o.reject_rate.value_or(cfg.reject_rate);
     eo.fragments = cfg.fragments;
     eo.inspect_overflow_drop = cfg.inspect_overflow_drop;
     parse_quic_mode(cfg.quic, &eo.quic);  // validated by the config parser

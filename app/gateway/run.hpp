@@ -17,6 +17,8 @@ struct RunOptions {
   bool salvage = false;               // start despite damaged rule state
   std::optional<uint64_t> flows;      // flow-table entries per worker; overrides the config
   std::optional<bool> reject;         // --action reject|drop; overrides the config
+  std::optional<bool> reject_nxdomain;  // --reject-dns nxdomain|refused; overrides the config
+  std::optional<uint32_t> reject_rate;  // --reject-rate; overrides the config
   std::string redis;                  // --redis URL: overrides [sync] redis
   std::string gateway_id;             // --gateway-id: overrides [sync] gateway_id
   std::vector<std::string> eal;       // after `--`; replaces the config's [eal] args

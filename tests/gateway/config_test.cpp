@@ -349,6 +349,28 @@ TEST(Config, ControlIdleTimeoutIsBounded) {
   }
 }
 
+TEST(Config, RejectDnsAnswerAndRateAreReadAndChecked) {
+  cg::GatewayConfig d;
+  EXPECT_FALSE(d.reject_nxdomain);  // REFUSED
+  EXPECT_EQ(d.reject_rate, 1000u);
+  cg::GatewayConfig c;
+  std::string err;
+  ASSERT_TRUE(cg::parse_config("[gateway]\naction = \"reject\"\nreject_dns = \"nxdomain\"\nreject_rate = 50\n",
+                               "t.toml", c, &err))
+      << err;
+  EXPECT_TRUE(c.reject);
+  EXPECT_TRUE(c.reject_nxdomain);
+  EXPECT_EQ(c.reject_rate, 50u);
+  for (const auto& [bad, key] : {std::pair{"[gateway]\nreject_dns = \"servfail\"\n", "reject_dns"},
+                                 std::pair{"[gateway]\nreject_dns = 3\n", "reject_dns"},
+                                 std::pair{"[gateway]\nreject_rate = 0\n", "reject_rate"},
+                                 std::pair{"[gateway]\nreject_rate = 1000001\n", "reject_rate"}}) {
+    cg::GatewayConfig e;
+    EXPECT_FALSE(cg::parse_config(bad, "t.toml", e, &err)) << bad;
+    EXPECT_NE(err.find(key), std::string::npos) << err;
+  }
+}
+
 TEST(Config, MaxMemoryTakesBytesOrASuffixedString) {
   std::string err;
   const std::pair<const char*, std::size_t> good[] = {

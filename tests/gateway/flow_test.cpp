@@ -230,6 +230,21 @@ TEST_F(Flows, RejectSendsResetsRefusedAndIcmpProhibited) {
   EXPECT_EQ(r4[35], 13);
 }
 
+// --reject-dns nxdomain: the same answer with RCODE NXDOMAIN instead.
+TEST_F(Flows, RejectDnsNxdomainAnswersWithNxdomain) {
+  const Bytes query = Packet().ipv4("10.8.0.1", "10.9.0.53").udp(40001, 53).payload(dns_query("blocked.example")).frame();
+  const auto s = replay({query}, "host blocked.example\n",
+                        {"--action", "reject", "--reject-dns", "nxdomain", "--reply", path("reply.pcap")});
+  EXPECT_EQ(s["rejects"]["sent"], 1);
+  const auto rep = read_pcap(path("reply.pcap"));
+  ASSERT_EQ(rep.size(), 1u);
+  const std::size_t dns = 14 + 20 + 8;
+  EXPECT_EQ(rd16(rep[0], dns), 0x1234);
+  EXPECT_NE(rep[0][dns + 2] & 0x80, 0);
+  EXPECT_EQ(rep[0][dns + 3] & 0x0f, 3);
+  EXPECT_EQ(rd16(rep[0], dns + 4), 1);
+}
+
 // A flood of blocked packets cannot turn the gateway into an amplifier.
 TEST_F(Flows, RejectRepliesAreRateLimited) {
   std::vector<Bytes> in;
@@ -242,6 +257,13 @@ TEST_F(Flows, RejectRepliesAreRateLimited) {
   EXPECT_LT(sent, 1000u);  // far from one reply per packet
   EXPECT_EQ(sent + s["rejects"]["limited"].get<uint64_t>(), 2000u);
   EXPECT_EQ(read_pcap(path("reply.pcap")).size(), sent);
+  // --reject-rate 20: bursts of 2, so a replay much shorter than a second
+  // sends a handful (the default's burst alone is 100).
+  const auto t = replay(in, "dst 192.0.2.44\n", {"--action", "reject", "--reject-rate", "20", "--reply", path("reply.pcap")});
+  const uint64_t few = t["rejects"]["sent"];
+  EXPECT_GE(few, 2u);
+  EXPECT_LT(few, 50u);
+  EXPECT_EQ(few + t["rejects"]["limited"].get<uint64_t>(), 2000u);
 }
 
 // More new flows than the table holds: memory is the table's, evictions are
