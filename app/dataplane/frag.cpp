@@ -3,6 +3,7 @@
 #include <rte_cycles.h>
 #include <rte_ip.h>
 #include <rte_ip_frag.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 
 #include <atomic>
@@ -43,8 +44,15 @@ FragStage* FragStage::create(const FragConfig& c, int socket, uint64_t tsc_hz, W
                                           socket);
   // The other fragments' copies: up to 7 per frame, several mbufs for a jumbo one.
   f->frag_pool_ = rte_pktmbuf_pool_create(("cg_ff_" + id).c_str(), 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  // rte_ip_frag_table_create logs its allocation at INFO under the generic
+  // USER1 type ("USER1: rte_ip_frag_table_create: allocated of ... bytes"),
+  // on stderr at every start of every worker: not news to anyone running
+  // the gateway. Held back unless USER1 is at DEBUG (--log-level=user1:debug).
+  const int user1 = rte_log_get_level(RTE_LOGTYPE_USER1);
+  if (user1 == RTE_LOG_INFO) rte_log_set_level(RTE_LOGTYPE_USER1, RTE_LOG_NOTICE);
   f->tbl_ = rte_ip_frag_table_create(kTblBuckets, kTblEntries, kTblBuckets * kTblEntries,
                                      f->timeout_ticks_ + 1, socket);
+  if (user1 == RTE_LOG_INFO) rte_log_set_level(RTE_LOGTYPE_USER1, RTE_LOG_INFO);
   f->dr_ = static_cast<rte_ip_frag_death_row*>(
       rte_zmalloc_socket("cg_frag_dr", sizeof(rte_ip_frag_death_row), RTE_CACHE_LINE_SIZE, socket));
   if (f->head_pool_ == nullptr || f->frag_pool_ == nullptr || f->tbl_ == nullptr || f->dr_ == nullptr)
