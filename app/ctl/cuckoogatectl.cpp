@@ -67,10 +67,29 @@ class Connection {
       const ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR) continue;
-        die(std::string("connection lost while sending: ") + std::strerror(errno));
+        const int e = errno;
+        // The gateway says why before it closes (ERR 408 after its idle
+        // timeout, ERR 413 past a size limit): that, not EPIPE, is the news.
+        const std::string why = said_before_closing();
+        if (!why.empty()) die("the gateway closed the connection: " + why);
+        die(std::string("connection lost while sending: ") + std::strerror(e));
       }
       off += static_cast<std::size_t>(n);
     }
+  }
+
+  // The first line the gateway sent and nobody read yet, if any is there
+  // now (without waiting); "" if none.
+  std::string said_before_closing() {
+    char tmp[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, tmp, sizeof(tmp), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buf_.append(tmp, static_cast<std::size_t>(n));
+    }
+    const std::size_t nl = buf_.find('\n');
+    return nl == std::string::npos ? buf_ : buf_.substr(0, nl);
   }
 
   // True once the gateway has sent something (or within `limit`, false).
@@ -296,6 +315,9 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   const std::string& file = a.file;
   const std::string shown_name = file == "-" ? "stdin" : file;
   std::ifstream fin;
+  // Its own buffer for std::cin (no stdio underneath): in_avail() then says
+  // when the next line needs a read(). Nothing has used the standard streams.
+  std::ios::sync_with_stdio(false);
   std::istream* in = &std::cin;
   std::size_t total = 0;
   if (file != "-") {
@@ -329,7 +351,20 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   std::string chunk, line;
   std::vector<cg::Rule> line_rules;
   std::size_t read = 0, lines = 0, rules = 0, bad = 0;
-  while (std::getline(*in, line)) {
+  const bool piped = in == &std::cin;
+  for (;;) {
+    // Before waiting for a pipe that has nothing more yet, the rules ready
+    // go out: a slow producer (curl of a feed over a slow link) then keeps
+    // the connection busy, and the gateway's idle timeout (ctl_idle_timeout,
+    // 30 s) counts only real silence.
+    if (piped && !chunk.empty() && std::cin.rdbuf()->in_avail() <= 0) {
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&p, 1, 0) == 0) {
+        c.send(chunk);
+        chunk.clear();
+      }
+    }
+    if (!std::getline(*in, line)) break;
     ++lines;
     read += line.size() + 1;
     if (lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());

@@ -74,6 +74,34 @@ TEST_F(Feeds, AByteOrderMarkBeforeLineOneIsSkipped) {
   EXPECT_TRUE(present("src 192.0.2.95"));
 }
 
+// A pipe that delivers slowly: each rule that is ready goes out before
+// cuckoogatectl waits for more, so a gateway whose idle timeout (2 s here) is
+// shorter than the whole load but longer than every pause takes it all; a
+// pipe silent for longer ends with the gateway's own reason, not EPIPE.
+TEST(SlowPipe, RulesGoOutBeforeWaitingAndASilentPipeEndsWithTheGatewaysReason) {
+  const std::string dir = GatewayEnv::dir();
+  const std::string conf = dir + "/idle2.toml";
+  std::ofstream(conf) << "[gateway]\nctl_idle_timeout = 2\n";
+  const std::string sock = dir + "/idle2.sock";
+  std::string err;
+  Process* gw = start_null_gateway(GatewayEnv::gateway(), sock, dir, &err, {"--config", conf}, "idle2");
+  ASSERT_NE(gw, nullptr) << err;
+  const std::string ctl = GatewayEnv::ctl() + " -s " + sock;
+  Result r = run({"/bin/sh", "-c",
+                  "(echo 198.51.100.1; sleep 1; echo 198.51.100.2; sleep 1; echo 198.51.100.3; sleep 1; "
+                  "echo 198.51.100.4) | " + ctl + " load --format cidr -"},
+                 dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("added 4"), std::string::npos) << r.out << r.err;
+  r = run({"/bin/sh", "-c", "(sleep 4; echo 198.51.100.9) | " + ctl + " load --format cidr -"}, dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("ERR 408 idle timeout"), std::string::npos) << r.err;
+  EXPECT_EQ(run({GatewayEnv::ctl(), "-s", sock, "check", "ip 198.51.100.9"}, dir).status, 1);
+  gw->signal(SIGINT);
+  EXPECT_EQ(gw->wait(std::chrono::seconds(30)), 0);
+  delete gw;
+}
+
 TEST_F(Feeds, CidrListsBecomeIpRulesOrTheKindAsks) {
   const std::string f = write("drop.txt", "; Spamhaus DROP List\n198.18.0.7 ; SBL1\n# FireHOL\n2001:db8::77\n");
   Result r = ctl({"load", "--format", "cidr", f});
