@@ -117,11 +117,13 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "flows_evicted", s.flows_evicted);
   rte_tel_data_add_dict_u64(d, "flows_expired", s.flows_expired);
   rte_tel_data_add_dict_u64(d, "flows_syn_deferred", s.flows_syn_deferred);
+  rte_tel_data_add_dict_u64(d, "flows_untracked", s.untracked);
   rte_tel_data_add_dict_u64(d, "cache_hits", s.cache_hits);
   rte_tel_data_add_dict_u64(d, "cache_misses", s.cache_misses);
   rte_tel_data_add_dict_u64(d, "flow_drops", s.flow_drops);
   rte_tel_data_add_dict_u64(d, "rejects_sent", s.rejects_sent);
   rte_tel_data_add_dict_u64(d, "rejects_limited", s.rejects_limited);
+  rte_tel_data_add_dict_u64(d, "rejects_failed", s.rejects_failed);
   rte_tel_data_add_dict_u64(d, "frags_reassembled", s.frags_reassembled);
   rte_tel_data_add_dict_u64(d, "frags_timeout", s.frags_timeout);
   rte_tel_data_add_dict_u64(d, "frags_overlap", s.frags_overlap);
@@ -488,6 +490,8 @@ void Engine::info_text(std::string& out) const {
   out += std::string("verify ") + (opts_.verify ? "true" : "false") + "\n";
   out += std::string("malformed ") + (opts_.drop_malformed ? "drop" : "pass") + "\n";
   out += std::string("action ") + (opts_.reject ? "reject" : "drop") + "\n";
+  out += std::string("reject_dns ") + (opts_.reject_nxdomain ? "nxdomain" : "refused") + "\n";
+  line(out, "reject_rate", uint64_t{opts_.reject_rate});
   out += std::string("inspect_overflow ") + (opts_.inspect_overflow_drop ? "drop" : "pass") + "\n";
   out += std::string("quic ") + quic_mode_name(opts_.quic) + "\n";
   line(out, "flows_per_worker", opts_.flows);
