@@ -944,6 +944,10 @@ std::vector<std::pair<std::string, std::size_t>> Blocklist::set_counts() const {
   return counts;
 }
 
+void Blocklist::set_count_lines(std::string& out) const {
+  for (const auto& [name, n] : set_counts()) out += "sets." + name + " " + std::to_string(n) + "\n";
+}
+
 Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const std::vector<Rule>& rules) {
   ReplaceResult res;
   const std::string_view name = store_set_name(set);

@@ -156,7 +156,10 @@ class Blocklist {
   };
   ReplaceResult replace_set(std::string_view set, const std::vector<Rule>& rules);
   // Rules per named set ("default" for the default set), sets in first-use order.
+  // Safe from any thread (a walk of the store: O(rules)).
   std::vector<std::pair<std::string, std::size_t>> set_counts() const;
+  // The same as `info` lines: "sets.NAME N\n" per set.
+  void set_count_lines(std::string& out) const;
 
   // Changes applied together with one journal sync (group commit of
   // pipelined requests, and atomic multi-rule requests). Each change sees the

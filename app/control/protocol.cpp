@@ -357,9 +357,7 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
     case Verb::kInfo:
       out += "OK\n";
       (r.verb == Verb::kStats ? stats_ : info_)(out);
-      if (r.verb == Verb::kInfo) {
-        for (const auto& [name, n] : b_.set_counts()) out += "sets." + name + " " + std::to_string(n) + "\n";
-      }
+      if (r.verb == Verb::kInfo) b_.set_count_lines(out);
       out += ".\n";
       break;
     case Verb::kFlush: {

@@ -142,6 +142,7 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
     const auto lock = e->blocklist().lock_tables();
     e->info_text(text);
   }
+  e->blocklist().set_count_lines(text);  // as `info` has them: sets_default, ...
   rte_tel_data_start_dict(d);
   // info_text lines are `key value`; numeric values become u64, others strings.
   std::size_t pos = 0;

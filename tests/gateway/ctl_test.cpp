@@ -171,6 +171,11 @@ TEST_F(Ctl, StatsAreServedAsDpdkTelemetryCommands) {
   EXPECT_EQ(info["/cuckoogate/info"]["filter_fingerprint_bits"], 12);
   EXPECT_EQ(info["/cuckoogate/info"]["reject_dns"], "refused");
   EXPECT_EQ(info["/cuckoogate/info"]["reject_rate"], 1000);
+  // info's sets.NAME counts, for the sets that hold rules.
+  ASSERT_EQ(ctl({"add", "src 192.0.2.201", "--set", "telemetry"}).status, 0);
+  const auto with_set = query("/cuckoogate/info");
+  EXPECT_EQ(with_set["/cuckoogate/info"]["sets_telemetry"], 1) << with_set.dump();
+  EXPECT_EQ(ctl({"del", "src 192.0.2.201"}).status, 0);
   ::close(fd);
 }
 
