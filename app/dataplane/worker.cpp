@@ -805,8 +805,7 @@ void Worker::send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint
   rte_mbuf* on[kBurst * reject::kMaxReplies];
   const bool one_port = cfg_.reply_port >= 0;  // replay --reply: every reply, in packet order
   uint16_t nback = 0, non = 0, limited = 0, failed = 0;
-  reject::Options opts;
-  opts.dns_rcode = cfg_.reject_dns;
+  const reject::Options& opts = cfg_.reject_opts;
   for (uint16_t i = 0; i < nd; ++i) {
     if (!s_->by_rule[i]) continue;
     const rte_mbuf* m = drop[i];

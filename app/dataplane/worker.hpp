@@ -91,7 +91,7 @@ struct WorkerConfig {
   bool reject = false;
   uint32_t reject_rate = 1000;   // replies per second per worker (token bucket)
   uint32_t reject_burst = 100;
-  reject::DnsRcode reject_dns = reject::DnsRcode::kRefused;  // a rejected DNS query's answer
+  reject::Options reject_opts;  // what the replies say (the DNS answer's RCODE)
   // IP fragments (docs/dataplane.md, "IP fragments"): held until their
   // datagram is complete, judged reassembled, the verdict applied to each.
   FragConfig frags;

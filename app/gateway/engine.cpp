@@ -335,7 +335,7 @@ bool Engine::start(std::string* err) {
     c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
-    c.reject_dns = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;
+    c.reject_opts.dns_rcode = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;
     c.reject_rate = opts_.reject_rate;
     c.reject_burst = std::max<uint32_t>(1, opts_.reject_rate / 10);
     c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
