@@ -1,0 +1,292 @@
+#include "cuckoogate/prefix/dir24.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "cuckoogate/mem/huge_pages.hpp"
+
+namespace cg::prefix {
+namespace {
+
+uint32_t net_mask(unsigned depth) noexcept { return depth == 0 ? 0 : ~uint32_t{0} << (32 - depth); }
+
+constexpr uint64_t kUsed = uint64_t{1} << 63;
+constexpr std::size_t kMinIndex = 1024;
+
+uint64_t pack(uint32_t addr, unsigned depth, uint32_t value) noexcept {
+  return kUsed | (uint64_t{depth} << 57) | (uint64_t{value} << 32) | addr;
+}
+uint32_t slot_addr(uint64_t s) noexcept { return static_cast<uint32_t>(s); }
+unsigned slot_depth(uint64_t s) noexcept { return static_cast<unsigned>(s >> 57) & 0x3f; }
+uint32_t slot_value(uint64_t s) noexcept { return static_cast<uint32_t>(s >> 32) & Dir24::kMaxValue; }
+
+}  // namespace
+
+// ---- the rule index ----
+
+Dir24::Index::~Index() { mem::unmap_pages(slots_, cap_ * sizeof(uint64_t)); }
+
+std::size_t Dir24::Index::home(uint32_t addr, unsigned depth) const noexcept {
+  // Fibonacci hashing of (depth, address): the top bits of the product.
+  const uint64_t h = ((uint64_t{depth} << 32) | addr) * 0x9E3779B97F4A7C15ull;
+  return static_cast<std::size_t>(h >> (64 - __builtin_ctzll(cap_)));
+}
+
+bool Dir24::Index::find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept {
+  if (used_ == 0) return false;
+  const std::size_t mask = cap_ - 1;
+  for (std::size_t i = home(addr, depth);; i = (i + 1) & mask) {
+    const uint64_t s = slots_[i];
+    if (s == 0) return false;
+    if (slot_addr(s) == addr && slot_depth(s) == depth) {
+      if (value != nullptr) *value = slot_value(s);
+      return true;
+    }
+  }
+}
+
+bool Dir24::Index::reserve_one(std::size_t budget) noexcept {
+  if ((used_ + 1) * 4 <= cap_ * 3) return true;  // load factor <= 3/4
+  const std::size_t cap = cap_ == 0 ? kMinIndex : cap_ * 2;
+  if (cap * sizeof(uint64_t) > budget) return false;
+  auto* slots = static_cast<uint64_t*>(mem::map_pages(cap * sizeof(uint64_t)));  // zeroed
+  if (slots == nullptr) return false;
+  uint64_t* old = slots_;
+  const std::size_t old_cap = cap_;
+  slots_ = slots;
+  cap_ = cap;
+  used_ = 0;
+  for (std::size_t i = 0; i < old_cap; ++i)
+    if (old[i] != 0) insert(slot_addr(old[i]), slot_depth(old[i]), slot_value(old[i]));
+  mem::unmap_pages(old, old_cap * sizeof(uint64_t));
+  return true;
+}
+
+void Dir24::Index::insert(uint32_t addr, unsigned depth, uint32_t value) noexcept {
+  const std::size_t mask = cap_ - 1;
+  std::size_t i = home(addr, depth);
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = pack(addr, depth, value);
+  ++used_;
+}
+
+bool Dir24::Index::erase(uint32_t addr, unsigned depth) noexcept {
+  if (used_ == 0) return false;
+  const std::size_t mask = cap_ - 1;
+  std::size_t i = home(addr, depth);
+  for (;; i = (i + 1) & mask) {
+    const uint64_t s = slots_[i];
+    if (s == 0) return false;
+    if (slot_addr(s) == addr && slot_depth(s) == depth) break;
+  }
+  // Backward shift: move later entries of the run into the hole when their
+  // home is not between the hole and them, so no probe sequence breaks.
+  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    const uint64_t s = slots_[j];
+    if (s == 0) break;
+    const std::size_t h = home(slot_addr(s), slot_depth(s));
+    if (((j - h) & mask) >= ((j - i) & mask)) {
+      slots_[i] = s;
+      i = j;
+    }
+  }
+  slots_[i] = 0;
+  --used_;
+  return true;
+}
+
+// ---- the table ----
+
+std::unique_ptr<Dir24> Dir24::create(const Options& o, std::string* err) {
+  std::unique_ptr<Dir24> t(new Dir24(o));
+  // Zeroed anonymous memory: entries of addresses no prefix covers are never
+  // written, so their pages stay unbacked.
+  t->tbl24_ = static_cast<std::atomic<uint32_t>*>(mem::map_pages(kTbl24 * sizeof(uint32_t)));
+  t->chunks_ = static_cast<std::atomic<std::atomic<uint32_t>*>*>(
+      mem::map_pages(kChunks * sizeof(std::atomic<uint32_t>*)));
+  if (t->tbl24_ == nullptr || t->chunks_ == nullptr) {
+    if (err != nullptr) *err = "cannot map the 64 MiB IPv4 prefix table: " + std::string(std::strerror(errno));
+    return nullptr;
+  }
+  return t;
+}
+
+Dir24::~Dir24() {
+  if (chunks_ != nullptr) {
+    for (std::size_t c = 0; c < chunk_count_; ++c)
+      mem::unmap_pages(chunks_[c].load(std::memory_order_relaxed), kChunkBytes);
+    mem::unmap_pages(chunks_, kChunks * sizeof(std::atomic<uint32_t>*));
+  }
+  mem::unmap_pages(tbl24_, kTbl24 * sizeof(uint32_t));
+}
+
+std::size_t Dir24::budget_left() const noexcept {
+  if (opts_.max_bytes == 0) return SIZE_MAX;
+  const std::size_t used = chunk_count_ * kChunkBytes + index_.bytes();
+  return used >= opts_.max_bytes ? 0 : opts_.max_bytes - used;
+}
+
+bool Dir24::alloc_group(uint32_t* g) noexcept {
+  if (!free_.empty()) {
+    *g = free_.back();
+    free_.pop_back();
+    return true;
+  }
+  // The oldest retired group, if every reader has moved on since.
+  if (!retired_.empty() && opts_.reclaim.check(opts_.reclaim.ctx, retired_.front().token, false)) {
+    *g = retired_.front().group;
+    retired_.pop_front();
+    return true;
+  }
+  if (next_group_ < kMaxGroups) {
+    const std::size_t c = next_group_ >> kChunkShift;
+    bool room = c < chunk_count_;
+    if (!room && kChunkBytes <= budget_left()) {
+      auto* p = static_cast<std::atomic<uint32_t>*>(mem::map_pages(kChunkBytes));
+      if (p != nullptr) {
+        // release: ordered before the tbl24 entry that will name a group of
+        // this chunk (itself a release store); readers reach it only so.
+        chunks_[c].store(p, std::memory_order_release);
+        ++chunk_count_;
+        room = true;
+      }
+    }
+    if (room) {
+      *g = next_group_++;
+      return true;
+    }
+  }
+  // Out of budget: wait for the readers to release the oldest retired group.
+  if (!retired_.empty()) {
+    (void)opts_.reclaim.check(opts_.reclaim.ctx, retired_.front().token, true);
+    *g = retired_.front().group;
+    retired_.pop_front();
+    return true;
+  }
+  return false;
+}
+
+void Dir24::retire_group(uint32_t g) noexcept {
+  if (opts_.reclaim.start == nullptr) {
+    free_.push_back(g);
+  } else {
+    retired_.push_back({g, opts_.reclaim.start(opts_.reclaim.ctx)});
+  }
+}
+
+uint32_t Dir24::cover(uint32_t addr, unsigned depth) const noexcept {
+  uint32_t v = 0;
+  for (unsigned l = depth - 1; l >= 1; --l)
+    if (index_.find(addr & net_mask(l), l, &v)) return make(l, v);
+  return 0;
+}
+
+bool Dir24::find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept {
+  return depth >= 1 && depth <= 32 && index_.find(addr, depth, value);
+}
+
+Dir24::Status Dir24::add(uint32_t addr, unsigned depth, uint32_t value) noexcept {
+  if (depth < 1 || depth > 32 || value > kMaxValue || (addr & ~net_mask(depth)) != 0) return Status::kInvalid;
+  if (index_.find(addr, depth, nullptr)) return Status::kExists;
+  const std::size_t left = budget_left();
+  if (!index_.reserve_one(left == SIZE_MAX ? left : left + index_.bytes())) return Status::kNoMemory;
+  const uint32_t e_new = make(depth, value);
+  // Each entry is rewritten with one store (relaxed: it publishes nothing
+  // but itself; the caller's generation bump orders the whole change).
+  // An entry keeps a longer prefix's answer.
+  auto update = [&](std::atomic<uint32_t>& a) {
+    if (depth >= Dir24::depth(a.load(std::memory_order_relaxed))) a.store(e_new, std::memory_order_relaxed);
+  };
+  if (depth <= 24) {
+    const std::size_t first = addr >> 8, n = std::size_t{1} << (24 - depth);
+    for (std::size_t i = first; i < first + n; ++i) {
+      const uint32_t e = tbl24_[i].load(std::memory_order_relaxed);
+      if ((e & kGroupBit) == 0) {
+        update(tbl24_[i]);
+      } else {
+        for (uint32_t j = 0; j < 256; ++j) update(group_entry(e & kMaxValue, j));
+      }
+    }
+  } else {
+    std::atomic<uint32_t>& t = tbl24_[addr >> 8];
+    const uint32_t e = t.load(std::memory_order_relaxed);
+    const bool fresh = (e & kGroupBit) == 0;
+    uint32_t g = e & kMaxValue;
+    if (fresh) {
+      if (!alloc_group(&g)) return Status::kNoMemory;
+      // The group starts as the address's /24 answer, everywhere.
+      for (uint32_t j = 0; j < 256; ++j) group_entry(g, j).store(e, std::memory_order_relaxed);
+    }
+    const uint32_t first = addr & 0xff, n = uint32_t{1} << (32 - depth);
+    for (uint32_t j = first; j < first + n; ++j) update(group_entry(g, j));
+    if (fresh) {
+      // release: a reader that sees this entry (acquire) sees the group's
+      // entries above and its chunk pointer.
+      t.store(kGroupBit | g, std::memory_order_release);
+      ++groups_used_;
+    }
+  }
+  index_.insert(addr, depth, value);
+  ++size_;
+  return Status::kOk;
+}
+
+Dir24::Status Dir24::remove(uint32_t addr, unsigned depth) noexcept {
+  if (depth < 1 || depth > 32 || (addr & ~net_mask(depth)) != 0) return Status::kInvalid;
+  if (!index_.erase(addr, depth)) return Status::kNotFound;
+  // Entries that carried this prefix (its length, inside its range: no other
+  // prefix can have put that length there) fall back to the longest
+  // remaining prefix covering it, or to "none".
+  const uint32_t r = cover(addr, depth);
+  auto revert = [&](std::atomic<uint32_t>& a) {
+    if (Dir24::depth(a.load(std::memory_order_relaxed)) == depth) a.store(r, std::memory_order_relaxed);
+  };
+  if (depth <= 24) {
+    const std::size_t first = addr >> 8, n = std::size_t{1} << (24 - depth);
+    for (std::size_t i = first; i < first + n; ++i) {
+      const uint32_t e = tbl24_[i].load(std::memory_order_relaxed);
+      if ((e & kGroupBit) == 0) {
+        revert(tbl24_[i]);
+      } else {
+        for (uint32_t j = 0; j < 256; ++j) revert(group_entry(e & kMaxValue, j));
+      }
+    }
+  } else {
+    std::atomic<uint32_t>& t = tbl24_[addr >> 8];
+    const uint32_t g = t.load(std::memory_order_relaxed) & kMaxValue;  // a group: a /25+ is in it
+    const uint32_t first = addr & 0xff, n = uint32_t{1} << (32 - depth);
+    for (uint32_t j = first; j < first + n; ++j) revert(group_entry(g, j));
+    // No prefix longer than /24 left in the /24: every entry is the /24's
+    // answer (entries of depth <= 24 are always set for the whole /24), and
+    // the group goes back to being one tbl24 entry.
+    bool longer = false;
+    for (uint32_t j = 0; j < 256 && !longer; ++j)
+      longer = Dir24::depth(group_entry(g, j).load(std::memory_order_relaxed)) > 24;
+    if (!longer) {
+      t.store(group_entry(g, 0).load(std::memory_order_relaxed), std::memory_order_release);
+      --groups_used_;
+      retire_group(g);  // readers that loaded the old entry may still read it
+    }
+  }
+  --size_;
+  return Status::kOk;
+}
+
+Dir24::Memory Dir24::memory() const noexcept {
+  Memory m;
+  m.groups = chunk_count_ * kChunkBytes;
+  m.index = index_.bytes();
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t len = kTbl24 * sizeof(uint32_t);
+  unsigned char v[kTbl24 * sizeof(uint32_t) / 4096];  // one byte per page (4 KiB or larger)
+  if (len / page <= sizeof v && mincore(tbl24_, len, v) == 0) {
+    for (std::size_t i = 0; i < len / page; ++i) m.tbl24 += (v[i] & 1u) * page;
+  } else {
+    m.tbl24 = len;  // cannot tell: count it all
+  }
+  return m;
+}
+
+}  // namespace cg::prefix
