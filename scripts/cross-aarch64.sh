@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# AArch64 build of the DPDK-free libraries (filter/, app/keys/, app/store/) and
+# AArch64 build of the DPDK-free libraries (filter/, app/keys/, app/store/, app/prefix/) and
 # their unit and concurrency tests, cross-compiled with g++-aarch64-linux-gnu and
 # run under qemu-aarch64 (Debian qemu-user). Part of `make test`.
 #
@@ -97,7 +97,7 @@ if [ ! -f "$dir/build.ninja" ]; then
     "${opts[@]}" >/dev/null || { tail -30 "$dir/meson-logs/meson-log.txt" >&2; exit 1; }
 fi
 # The tests this suite runs: every test of the 'unit' or 'concurrency' suite
-# whose program lives in tests/filter, tests/keys or tests/store (so a new
+# whose program lives in tests/filter, tests/keys, tests/store or tests/prefix (so a new
 # test there joins without an edit here), and the targets that build them.
 tests=(); targets=()
 while read -r name target; do
@@ -108,7 +108,7 @@ root = os.path.realpath(sys.argv[1])
 for t in json.load(sys.stdin):
     exe = os.path.relpath(os.path.realpath(t["cmd"][0]), root)
     suites = {s.split(":")[-1] for s in t["suite"]}
-    if exe.split("/")[:2] in (["tests", "filter"], ["tests", "keys"], ["tests", "store"]) \
+    if exe.split("/")[:2] in (["tests", "filter"], ["tests", "keys"], ["tests", "store"], ["tests", "prefix"]) \
             and suites & {"unit", "concurrency"}:
         print(t["name"], exe)' "$dir")
 [ ${#tests[@]} -gt 0 ] || { echo "cross-aarch64: no tests found in $dir" >&2; exit 1; }

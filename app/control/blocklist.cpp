@@ -192,13 +192,10 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     return nullptr;
   }
   PrefixTables::Options po;
-  po.name = o.name;
-  po.socket = o.socket;
   po.qsv = o.qsv;
-  // rte_lpm cannot grow: an IPv4 table (created on its kind's first /1-/31)
-  // takes max_rules x 8 bytes of EAL memory, so at least 1 M prefixes per
-  // kind, or the configured capacity if larger, whatever the tables grow to.
-  po.max_rules = static_cast<uint32_t>(std::min<std::size_t>(std::max<std::size_t>(o.capacity, 1u << 20), UINT32_MAX));
+  // An IPv4 prefix table (created on its kind's first /1-/31) grows its
+  // groups and rule index up to max_memory, as the filter and exact set do.
+  po.max_bytes = b->max_memory_;
   b->prefixes_ = std::make_unique<PrefixTables>(&b->tables_, po);
   b->removed_at_ = reserve_slot_array(b->max_slots_);
   b->base_ = reserve_slot_array(b->max_slots_);
@@ -1017,6 +1014,7 @@ Blocklist::MemoryUse Blocklist::memory_use() const noexcept {
   m.exact = exact_->memory_bytes();
   m.store = store_->rules_memory_bytes();
   m.ttl = store_->ttl_memory_bytes();
+  m.prefixes = prefixes_->memory_bytes();
   // removed_at_ and base_ are written only for slots released (and reused)
   // at least once: pages are committed for at most that many (a fresh slot's
   // base is never written; see take_slot()).

@@ -263,6 +263,7 @@ class Blocklist {
   // the engine adds its per-worker counters: slots_used() each).
   struct MemoryUse {
     std::size_t filter = 0, exact = 0, store = 0, ttl = 0, hits = 0;
+    std::size_t prefixes = 0;  // IPv4 prefix tables (PrefixTables::memory_bytes)
   };
   MemoryUse memory_use() const noexcept;
   // Hit-counter slots handed out so far (the high-water mark of rules present).

@@ -1,9 +1,4 @@
-// rte_lpm_rcu_qsbr_add is experimental in DPDK 22.11.
-#define ALLOW_EXPERIMENTAL_API 1
 #include "dataplane/prefix.hpp"
-
-#include <rte_errno.h>
-#include <rte_lpm.h>
 
 #include <cstring>
 
@@ -20,6 +15,17 @@ struct Probe {
   uint8_t len;   // prefix length probed
 };
 
+uint32_t host_order_v4(const uint8_t* b) {
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+// Dir24's reclaimer over the workers' QSBR variable: a retired group is
+// reused once every worker has reported quiescent since its retirement.
+uint64_t qsbr_start(void* v) noexcept { return rte_rcu_qsbr_start(static_cast<rte_rcu_qsbr*>(v)); }
+bool qsbr_check(void* v, uint64_t token, bool wait) noexcept {
+  return rte_rcu_qsbr_check(static_cast<rte_rcu_qsbr*>(v), token, wait) == 1;
+}
+
 }  // namespace
 
 int PrefixTables::table_of(RuleKind kind, uint8_t family) noexcept {
@@ -34,87 +40,72 @@ int PrefixTables::table_of(RuleKind kind, uint8_t family) noexcept {
   return k * 2 + (family == 6 ? 1 : 0);
 }
 
-PrefixTables::~PrefixTables() {
-  for (auto& l : lpm4_) rte_lpm_free(l.load(std::memory_order_relaxed));
-}
-
-namespace {
-
-uint32_t host_order_v4(const uint8_t* b) {
-  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
-}
-
-}  // namespace
+PrefixTables::~PrefixTables() = default;
 
 bool PrefixTables::add(const Rule& r, uint32_t slot) noexcept {
   const int t = table_of(r.kind, r.addr.family);
   if (t < 0 || !r.prefix_len) return false;
-  if (!in_lpm(r)) {
+  if (!in_dir24(r)) {
     count(r, +1);
     ++total_;
     return true;
   }
   const auto k = static_cast<std::size_t>(t / 2);
-  if (slot >= (1u << 24)) {
-    error_ = "IPv4 prefix tables hold at most 2^24 rules";
+  const std::string kind(kind_name(r.kind));
+  if (slot > prefix::Dir24::kMaxValue) {
+    error_ = "IPv4 prefix rules need hit-counter slots below 2^25 (lower gateway.max_memory)";
     return false;
   }
-  rte_lpm* lpm = lpm4_[k].load(std::memory_order_relaxed);
-  if (lpm == nullptr) {
-    const std::string name = opts_.name + "_lpm" + std::to_string(k);
-    rte_lpm_config c{};
-    c.max_rules = opts_.max_rules;
-    c.number_tbl8s = opts_.tbl8s;
-    lpm = rte_lpm_create(name.c_str(), opts_.socket, &c);
-    if (lpm == nullptr) {
-      error_ = "cannot create the IPv4 prefix table of " + std::string(kind_name(r.kind)) +
-               " rules (~70 MiB of EAL memory; raise -m): " + rte_strerror(rte_errno);
+  if (v4_own_[k] == nullptr) {
+    prefix::Dir24::Options o;
+    o.max_bytes = opts_.max_bytes;
+    if (opts_.qsv != nullptr) o.reclaim = {opts_.qsv, &qsbr_start, &qsbr_check};
+    std::string err;
+    v4_own_[k] = prefix::Dir24::create(o, &err);
+    if (v4_own_[k] == nullptr) {
+      error_ = "cannot create the IPv4 prefix table of " + kind + " rules: " + err;
       return false;
     }
-    if (opts_.qsv != nullptr) {
-      // Defer-queue mode: a tbl8 group a delete frees is reused only after
-      // every worker has reported quiescent since (reclaimed on later adds).
-      rte_lpm_rcu_config rc{};
-      rc.v = opts_.qsv;
-      rc.mode = RTE_LPM_QSBR_MODE_DQ;
-      if (rte_lpm_rcu_qsbr_add(lpm, &rc) != 0) {
-        rte_lpm_free(lpm);
-        error_ = "cannot attach the workers' QSBR variable to the IPv4 prefix table";
-        return false;
-      }
-    }
     // release: a worker that loads this pointer (acquire) sees the table
-    // rte_lpm_create initialised, on ARM as on x86.
-    lpm4_[k].store(lpm, std::memory_order_release);
+    // create() initialised, on ARM as on x86.
+    v4_[k].store(v4_own_[k].get(), std::memory_order_release);
   }
-  // rte_lpm stores each table entry with one 32-bit atomic store; a worker
-  // sees an address's old or new entry, never a torn one.
-  if (rte_lpm_add(lpm, host_order_v4(r.addr.bytes.data()), *r.prefix_len, slot) != 0) {
-    error_ = "the IPv4 prefix table of " + std::string(kind_name(r.kind)) +
-             " rules is full (prefixes longer than /24 need a 1 KiB group per /24 network)";
-    return false;
+  switch (v4_own_[k]->add(host_order_v4(r.addr.bytes.data()), *r.prefix_len, slot)) {
+    case prefix::Dir24::Status::kOk:
+      ++total_;
+      return true;
+    case prefix::Dir24::Status::kNoMemory:
+      error_ = "max_memory reached: the IPv4 prefix table of " + kind + " rules cannot grow";
+      return false;
+    default:  // kExists/kInvalid: the exact set and the parser rule these out
+      error_ = "the IPv4 prefix table of " + kind + " rules refused " + format_rule(r);
+      return false;
   }
-  ++lpm_rules_[k];
-  ++total_;
-  return true;
 }
 
 void PrefixTables::remove(const Rule& r) noexcept {
   const int t = table_of(r.kind, r.addr.family);
   if (t < 0 || !r.prefix_len) return;
-  if (!in_lpm(r)) {
+  if (!in_dir24(r)) {
     count(r, -1);
     --total_;
     return;
   }
-  rte_lpm* lpm = lpm4_[static_cast<std::size_t>(t / 2)].load(std::memory_order_relaxed);
-  // rte_lpm_delete rewrites the prefix's entries to the longest remaining
-  // covering prefix (or invalid) entry by entry: a worker finds the old rule,
-  // the covering one, or nothing, never a freed group (QSBR, above).
-  if (lpm != nullptr && rte_lpm_delete(lpm, host_order_v4(r.addr.bytes.data()), *r.prefix_len) == 0) {
-    --lpm_rules_[static_cast<std::size_t>(t / 2)];
+  prefix::Dir24* d = v4_own_[static_cast<std::size_t>(t / 2)].get();
+  // Dir24::remove rewrites the prefix's entries to the longest remaining
+  // covering prefix (or none) entry by entry: a worker finds the old rule,
+  // the covering one, or nothing, never a reused group (QSBR, above).
+  if (d != nullptr && d->remove(host_order_v4(r.addr.bytes.data()), *r.prefix_len) == prefix::Dir24::Status::kOk)
     --total_;
+}
+
+std::size_t PrefixTables::memory_bytes() const noexcept {
+  std::size_t b = 0;
+  for (const auto& v : v4_) {
+    // acquire: as the workers (the table create() made).
+    if (const prefix::Dir24* d = v.load(std::memory_order_acquire)) b += d->memory().total();
   }
+  return b;
 }
 
 // The words are written by this thread only, so a load + store is enough.
@@ -144,25 +135,13 @@ static void merge(PrefixHit& h, uint8_t kind, uint16_t key, uint8_t len, uint32_
     h = {kind, len, key, slot};
 }
 
-void PrefixTables::lookup_lpm(const PacketKeys* keys, const bool* classify, uint16_t n,
-                              PrefixHit* out) const noexcept {
-  constexpr std::size_t kMax = 128;
-  uint32_t ips[kMax], hops[kMax];
-  uint16_t pkt[kMax], key[kMax];
-  for (std::size_t k = 0; k < lpm4_.size(); ++k) {
+void PrefixTables::lookup_v4(const PacketKeys* keys, const bool* classify, uint16_t n,
+                             PrefixHit* out) const noexcept {
+  for (std::size_t k = 0; k < v4_.size(); ++k) {
     // acquire: pairs with the release store of a new table (see add()).
-    const rte_lpm* lpm = lpm4_[k].load(std::memory_order_acquire);
-    if (lpm == nullptr) continue;
+    const prefix::Dir24* d = v4_[k].load(std::memory_order_acquire);
+    if (d == nullptr) continue;
     const auto kind = static_cast<RuleKind>(static_cast<unsigned>(RuleKind::kSrc) + k);
-    std::size_t m = 0;
-    auto flush = [&] {
-      if (m == 0) return;
-      rte_lpm_lookup_bulk(lpm, ips, hops, static_cast<unsigned>(m));
-      for (std::size_t j = 0; j < m; ++j)
-        if ((hops[j] & RTE_LPM_LOOKUP_SUCCESS) != 0)
-          merge(out[pkt[j]], static_cast<uint8_t>(kind), key[j], PrefixHit::kLpmLen, hops[j] & 0x00ffffffu);
-      m = 0;
-    };
     for (uint16_t i = 0; i < n; ++i) {
       if (!classify[i]) continue;
       const PacketKeys& pk = keys[i];
@@ -170,20 +149,19 @@ void PrefixTables::lookup_lpm(const PacketKeys* keys, const bool* classify, uint
         if (pk.key[j].kind != kind) continue;
         const uint8_t* kb = pk.key_bytes(j);  // [kind][family][address]
         if (kb[1] != 4) continue;
-        ips[m] = host_order_v4(kb + 2);
-        pkt[m] = i;
-        key[m] = static_cast<uint16_t>(j);
-        if (++m == kMax) flush();
+        const uint32_t e = d->lookup(host_order_v4(kb + 2));
+        if (prefix::Dir24::depth(e) != 0)
+          merge(out[i], static_cast<uint8_t>(kind), static_cast<uint16_t>(j),
+                static_cast<uint8_t>(prefix::Dir24::depth(e)), prefix::Dir24::value(e));
       }
     }
-    flush();
   }
 }
 
 void PrefixTables::lookup(const PacketKeys* keys, const bool* classify, uint16_t n, bool verify,
                           PrefixHit* out, const LookupTables* lt) const noexcept {
   for (uint16_t i = 0; i < n; ++i) out[i] = {};
-  lookup_lpm(keys, classify, n, out);
+  lookup_v4(keys, classify, n, out);
   // One snapshot of the lengths per burst (relaxed: see add()).
   uint64_t used[kTables][kWords];
   uint64_t any = 0;

@@ -5,11 +5,13 @@
 // into the cuckoo filter and the exact set, with a hit-counter slot, so the
 // Blocklist's bookkeeping (slots, hits, journal, listing) is the same for all
 // rules. What workers look up is kept here, per kind (src, dst, ip):
-//   * IPv4 /1-/31: one DPDK rte_lpm (DIR-24-8) table per kind, created on the
-//     kind's first such prefix, next hop = the rule's hit-counter slot, its
-//     freed tbl8 groups reclaimed through the workers' QSBR variable
-//     (rte_lpm_rcu_qsbr_add, defer-queue mode). One lookup per address
-//     whatever the lengths in use.
+//   * IPv4 /1-/31: one prefix::Dir24 (DIR-24-8, app/prefix) table per
+//     kind, created on the kind's first such prefix, value = the rule's
+//     hit-counter slot, its retired groups reclaimed through the workers'
+//     QSBR variable. One lookup per address whatever the lengths in use;
+//     adds and removes in O(1) plus the entries a prefix covers. (rte_lpm
+//     was used before: its adds scan the rules of a length, so loads were
+//     quadratic, and its tables could not grow; docs/PERFORMANCE.md.)
 //   * IPv6 and IPv4 /0: the set of prefix LENGTHS in use per (kind, family);
 //     the packet's address cut to each length in use is encoded, hashed and
 //     looked up in the filter (in bulk), hits confirmed in the exact set.
@@ -20,7 +22,7 @@
 // first address key (the source's), and for one address the longest prefix.
 //
 // Thread safety: add()/remove() from ONE writer (the control lcore);
-// lookup() from any number of workers concurrently, lock-free: rte_lpm's
+// lookup() from any number of workers concurrently, lock-free: Dir24's
 // entries are single 32-bit atomic stores, the length words single 64-bit
 // stores, and the filter/exact set are lock-free already. What add() changes
 // is published to workers by the blocklist generation bump that follows it
@@ -34,22 +36,20 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "cuckoogate/keys/classify.hpp"
+#include "cuckoogate/prefix/dir24.hpp"
 #include "dataplane/lookup.hpp"
-
-struct rte_lpm;
 
 namespace cg {
 
 // One packet's prefix verdict: the smallest kind whose prefix rule matched
 // (0: none), the address key it matched (index in the packet's keys), the
-// length (kLpmLen for an rte_lpm match: its longest, length not reported),
-// and the rule's hit-counter slot.
+// prefix's length, and the rule's hit-counter slot.
 struct PrefixHit {
-  static constexpr uint8_t kLpmLen = 0xff;
   uint8_t kind = 0;
   uint8_t len = 0;
   uint16_t key = 0;
@@ -59,11 +59,10 @@ struct PrefixHit {
 class PrefixTables {
  public:
   struct Options {
-    std::string name = "cg";       // prefix for DPDK object names
-    int socket = 0;                // NUMA socket of the LPM tables
-    rte_rcu_qsbr* qsv = nullptr;   // the workers' QSBR variable (null: no concurrent readers)
-    uint32_t max_rules = 1u << 20; // prefix rules an LPM table holds (the blocklist capacity)
-    uint32_t tbl8s = 4096;         // IPv4 /25-/31: distinct /24 networks per kind (1 KiB each)
+    rte_rcu_qsbr* qsv = nullptr;  // the workers' QSBR variable (null: no concurrent readers)
+    // Bytes each IPv4 table's growing parts (groups for prefixes longer
+    // than /24, the rule index) may take: the blocklist's max_memory.
+    std::size_t max_bytes = 0;
   };
   // tables: the blocklist's current filter + exact set (Blocklist::tables();
   // replaced when it grows), probed for the lengths in use.
@@ -76,14 +75,17 @@ class PrefixTables {
   // Control thread: a prefix rule (r.prefix_len set) whose key is already in
   // the filter and exact set with hit-counter slot `slot` becomes visible to
   // lookup(). false (nothing changed, last_error() says why): its IPv4 table
-  // cannot be created (EAL memory) or is full (tbl8 groups), or the slot is
-  // past rte_lpm's 24-bit next hop.
+  // cannot be mapped or has reached max_bytes, or the slot is past Dir24's
+  // 25-bit value.
   bool add(const Rule& r, uint32_t slot) noexcept;
   // The reverse, before the rule's key leaves the exact set.
   void remove(const Rule& r) noexcept;
   // Prefix rules present (control thread).
   std::size_t size() const noexcept { return total_; }
   const std::string& last_error() const noexcept { return error_; }
+  // Bytes of the IPv4 tables (resident tbl24 pages, groups, rule indexes);
+  // any thread.
+  std::size_t memory_bytes() const noexcept;
 
   // Data path (workers). For i < n with classify[i]: out[i] gets the
   // packet's prefix verdict from its src/dst/ip address keys (keys[i]);
@@ -103,15 +105,16 @@ class PrefixTables {
   static int table_of(RuleKind kind, uint8_t family) noexcept;
 
  private:
-  static bool in_lpm(const Rule& r) noexcept { return r.addr.family == 4 && *r.prefix_len != 0; }
+  static bool in_dir24(const Rule& r) noexcept { return r.addr.family == 4 && *r.prefix_len != 0; }
   void count(const Rule& r, int delta) noexcept;  // the probed lengths
-  void lookup_lpm(const PacketKeys* keys, const bool* classify, uint16_t n, PrefixHit* out) const noexcept;
+  void lookup_v4(const PacketKeys* keys, const bool* classify, uint16_t n, PrefixHit* out) const noexcept;
   const std::atomic<const LookupTables*>* tables_;
   Options opts_;
-  // Per kind (src, dst, ip): its IPv4 LPM, created by the control thread on
-  // the kind's first IPv4 /1-/31 prefix and freed with this object.
-  std::array<std::atomic<rte_lpm*>, 3> lpm4_{};
-  std::array<std::size_t, 3> lpm_rules_{};
+  // Per kind (src, dst, ip): its IPv4 table, created by the control thread
+  // on the kind's first IPv4 /1-/31 prefix and freed with this object
+  // (owned by v4_own_, published to workers through v4_).
+  std::array<std::unique_ptr<prefix::Dir24>, 3> v4_own_;
+  std::array<std::atomic<const prefix::Dir24*>, 3> v4_{};
   std::string error_;
   // Written by the control thread only; read by workers (see above).
   std::array<std::array<std::atomic<uint64_t>, kWords>, kTables> used_{};

@@ -524,11 +524,12 @@ void Engine::info_text(std::string& out) const {
   // page is committed only once one of its rules is hit).
   const Blocklist::MemoryUse m = blocklist_->memory_use();
   const uint64_t hits = m.hits + blocklist_->slots_used() * sizeof(uint64_t) * rule_hits_.size();
-  const uint64_t total = m.filter + m.exact + m.store + m.ttl + hits;
+  const uint64_t total = m.filter + m.exact + m.store + m.ttl + m.prefixes + hits;
   line(out, "memory.filter", static_cast<uint64_t>(m.filter));
   line(out, "memory.exact", static_cast<uint64_t>(m.exact));
   line(out, "memory.store", static_cast<uint64_t>(m.store));
   line(out, "memory.ttl", static_cast<uint64_t>(m.ttl));
+  line(out, "memory.prefixes", static_cast<uint64_t>(m.prefixes));
   line(out, "memory.hits", hits);
   line(out, "memory.total", total);
   const auto n = static_cast<uint64_t>(blocklist_->size());

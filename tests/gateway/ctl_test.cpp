@@ -121,7 +121,7 @@ TEST_F(Ctl, InfoReportsMemoryPerStructure) {
     return m;
   };
   const auto before = mem();
-  for (const char* k : {"filter", "exact", "store", "ttl", "hits", "total", "bytes_per_rule"})
+  for (const char* k : {"filter", "exact", "store", "ttl", "prefixes", "hits", "total", "bytes_per_rule"})
     ASSERT_TRUE(before.contains(k)) << k;
   EXPECT_GT(before["filter"].get<uint64_t>(), 0u);
   EXPECT_GT(before["exact"].get<uint64_t>(), 0u);
@@ -133,12 +133,19 @@ TEST_F(Ctl, InfoReportsMemoryPerStructure) {
   ASSERT_EQ(ctl(add).status, 0);
   const auto after = mem();
   EXPECT_GE(after["store"].get<uint64_t>(), before["store"].get<uint64_t>() + 200 * 64);
-  EXPECT_EQ(after["total"].get<uint64_t>(),
-            after["filter"].get<uint64_t>() + after["exact"].get<uint64_t>() + after["store"].get<uint64_t>() +
-                after["ttl"].get<uint64_t>() + after["hits"].get<uint64_t>());
+  EXPECT_EQ(after["prefixes"].get<uint64_t>(), 0u);  // no IPv4 prefix yet: no table
   EXPECT_GT(after["bytes_per_rule"].get<uint64_t>(), 0u);
   ASSERT_EQ(ctl(del).status, 0);
   EXPECT_EQ(mem()["store"].get<uint64_t>(), before["store"].get<uint64_t>());
+  // An IPv4 prefix longer than /24 brings the kind's table: its tbl24 page,
+  // a chunk of groups (256 KiB) and the rule index; the total counts them.
+  ASSERT_EQ(ctl({"add", "src 10.9.0.128/25"}).status, 0);
+  const auto pre = mem();
+  EXPECT_GE(pre["prefixes"].get<uint64_t>(), 256u * 1024 + 4096);
+  EXPECT_EQ(pre["total"].get<uint64_t>(),
+            pre["filter"].get<uint64_t>() + pre["exact"].get<uint64_t>() + pre["store"].get<uint64_t>() +
+                pre["ttl"].get<uint64_t>() + pre["prefixes"].get<uint64_t>() + pre["hits"].get<uint64_t>());
+  ASSERT_EQ(ctl({"del", "src 10.9.0.128/25"}).status, 0);
 }
 
 // A standard DPDK telemetry client: SOCK_SEQPACKET to the runtime directory's

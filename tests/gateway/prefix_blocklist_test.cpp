@@ -102,6 +102,57 @@ TEST_F(Prefixes, AddListDeleteExactly) {
   EXPECT_EQ(v4("10.2.0.1", "192.0.2.1").kind, static_cast<uint8_t>(RuleKind::kIp));  // only ip /0 now
 }
 
+// The IPv4 tables grow: rte_lpm's held 4096 groups (networks with a prefix
+// longer than /24) and max(capacity, 1 M) prefixes, fixed at creation.
+TEST_F(Prefixes, Ipv4TablesGrowPastTheOldFixedGroupLimit) {
+  constexpr int kNets = 6000;
+  for (int i = 0; i < kNets; ++i) {
+    const std::string r = "src 10." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ".128/25";
+    ASSERT_EQ(bl_->add(R(r)), Blocklist::Result::kOk) << r << ": " << bl_->last_error();
+  }
+  EXPECT_EQ(bl_->prefixes().size(), static_cast<std::size_t>(kNets));
+  for (int i = 0; i < kNets; i += 499) {
+    const std::string net = "10." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ".";
+    EXPECT_EQ(v4((net + "128").c_str(), "192.0.2.1").kind, static_cast<uint8_t>(RuleKind::kSrc)) << net;
+    EXPECT_EQ(v4((net + "255").c_str(), "192.0.2.1").len, 25) << net;
+    EXPECT_EQ(v4((net + "127").c_str(), "192.0.2.1").kind, 0) << net;
+  }
+  EXPECT_GE(bl_->memory_use().prefixes, static_cast<std::size_t>(kNets) * 1024);  // a 1 KiB group each
+}
+
+// max_memory bounds the IPv4 tables too: the add that would pass it fails
+// with a clear error and leaves nothing behind.
+TEST_F(Prefixes, Ipv4TablesStopAtMaxMemoryAndLeaveNothingHalfAdded) {
+  bl_.reset();
+  Blocklist::Options o;
+  o.capacity = 1u << 12;
+  // 1 MiB: the rule index (8 KiB) and three 256 KiB chunks of 256 groups.
+  o.max_memory = std::size_t{1} << 20;
+  o.name = "pt" + std::to_string(++g_instance);
+  std::string err;
+  bl_ = Blocklist::create(o, &err);
+  ASSERT_TRUE(bl_) << err;
+  int added = 0;
+  std::string failed;
+  for (int i = 0; i < 2000 && failed.empty(); ++i) {
+    const std::string r = "dst 10." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ".0/26";
+    if (bl_->add(R(r)) == Blocklist::Result::kOk) {
+      ++added;
+    } else {
+      failed = r;
+    }
+  }
+  ASSERT_FALSE(failed.empty()) << "2000 groups fitted in 1 MiB";
+  EXPECT_EQ(added, 768);
+  EXPECT_NE(bl_->last_error().find("max_memory reached"), std::string::npos) << bl_->last_error();
+  EXPECT_FALSE(bl_->contains(R(failed)));
+  EXPECT_EQ(bl_->size(), static_cast<std::size_t>(added));
+  const std::string addr = failed.substr(4, failed.size() - 4 - 5) + ".1";  // inside the failed /26
+  EXPECT_EQ(probe(test::Packet().ipv4("192.0.2.1", addr.c_str()).udp(1, 2).frame(), true).kind, 0) << addr;
+  // A /24 needs no group: still fits.
+  EXPECT_EQ(bl_->add(R("dst 10.200.0.0/24")), Blocklist::Result::kOk);
+}
+
 TEST_F(Prefixes, V4InsideEdgesAndOutside) {
   ASSERT_EQ(bl_->add(R("src 10.99.0.0/24")), Blocklist::Result::kOk);
   ASSERT_EQ(bl_->add(R("dst 192.0.2.128/25")), Blocklist::Result::kOk);

@@ -150,6 +150,7 @@ bool Dir24::alloc_group(uint32_t* g) noexcept {
         // this chunk (itself a release store); readers reach it only so.
         chunks_[c].store(p, std::memory_order_release);
         ++chunk_count_;
+        group_bytes_.store(chunk_count_ * kChunkBytes, std::memory_order_relaxed);
         room = true;
       }
     }
@@ -177,10 +178,24 @@ void Dir24::retire_group(uint32_t g) noexcept {
 }
 
 uint32_t Dir24::cover(uint32_t addr, unsigned depth) const noexcept {
+  // Only the lengths that have prefixes, longest first: a feed of /24s
+  // alone probes nothing.
   uint32_t v = 0;
-  for (unsigned l = depth - 1; l >= 1; --l)
+  for (uint64_t lens = lengths_ & ((uint64_t{1} << depth) - 1) & ~uint64_t{1}; lens != 0;) {
+    const unsigned l = 63 - static_cast<unsigned>(__builtin_clzll(lens));
     if (index_.find(addr & net_mask(l), l, &v)) return make(l, v);
+    lens &= ~(uint64_t{1} << l);
+  }
   return 0;
+}
+
+void Dir24::count_length(unsigned depth, int delta) noexcept {
+  per_length_[depth] = static_cast<uint32_t>(static_cast<int64_t>(per_length_[depth]) + delta);
+  if (per_length_[depth] != 0) {
+    lengths_ |= uint64_t{1} << depth;
+  } else {
+    lengths_ &= ~(uint64_t{1} << depth);
+  }
 }
 
 bool Dir24::find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept {
@@ -225,17 +240,20 @@ Dir24::Status Dir24::add(uint32_t addr, unsigned depth, uint32_t value) noexcept
       // release: a reader that sees this entry (acquire) sees the group's
       // entries above and its chunk pointer.
       t.store(kGroupBit | g, std::memory_order_release);
-      ++groups_used_;
+      groups_used_.fetch_add(1, std::memory_order_relaxed);
     }
   }
   index_.insert(addr, depth, value);
-  ++size_;
+  count_length(depth, +1);
+  index_bytes_.store(index_.bytes(), std::memory_order_relaxed);
+  size_.fetch_add(1, std::memory_order_relaxed);
   return Status::kOk;
 }
 
 Dir24::Status Dir24::remove(uint32_t addr, unsigned depth) noexcept {
   if (depth < 1 || depth > 32 || (addr & ~net_mask(depth)) != 0) return Status::kInvalid;
   if (!index_.erase(addr, depth)) return Status::kNotFound;
+  count_length(depth, -1);
   // Entries that carried this prefix (its length, inside its range: no other
   // prefix can have put that length there) fall back to the longest
   // remaining prefix covering it, or to "none".
@@ -266,18 +284,18 @@ Dir24::Status Dir24::remove(uint32_t addr, unsigned depth) noexcept {
       longer = Dir24::depth(group_entry(g, j).load(std::memory_order_relaxed)) > 24;
     if (!longer) {
       t.store(group_entry(g, 0).load(std::memory_order_relaxed), std::memory_order_release);
-      --groups_used_;
+      groups_used_.fetch_sub(1, std::memory_order_relaxed);
       retire_group(g);  // readers that loaded the old entry may still read it
     }
   }
-  --size_;
+  size_.fetch_sub(1, std::memory_order_relaxed);
   return Status::kOk;
 }
 
 Dir24::Memory Dir24::memory() const noexcept {
   Memory m;
-  m.groups = chunk_count_ * kChunkBytes;
-  m.index = index_.bytes();
+  m.groups = group_bytes_.load(std::memory_order_relaxed);
+  m.index = index_bytes_.load(std::memory_order_relaxed);
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t len = kTbl24 * sizeof(uint32_t);
   unsigned char v[kTbl24 * sizeof(uint32_t) / 4096];  // one byte per page (4 KiB or larger)

@@ -14,7 +14,8 @@
 // prefix it came from (0: no prefix covers the address), bits 0-24 the
 // prefix's value (or the group's index).
 //
-// Thread safety: add()/remove()/memory() from ONE writer thread; lookup()
+// Thread safety: add()/remove() from ONE writer thread; memory() and the
+// counts from any thread (relaxed counters: a report, not a sync); lookup()
 // and lookup_bulk() from any number of readers at the same time, lock-free
 // and wait-free. Every entry changes with one 32-bit atomic store, so a
 // reader sees an address's old or new answer, never a mix. A new group is
@@ -77,16 +78,16 @@ class Dir24 {
   Status remove(uint32_t addr, unsigned depth) noexcept;
   // Writer: the value of exactly this prefix, if present.
   bool find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept;
-  std::size_t size() const noexcept { return size_; }
+  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
   // Groups holding prefixes longer than /24 (in use, not retired).
-  std::size_t groups_in_use() const noexcept { return groups_used_; }
+  std::size_t groups_in_use() const noexcept { return groups_used_.load(std::memory_order_relaxed); }
   struct Memory {
     std::size_t tbl24 = 0;   // resident pages of the tbl24 (mincore)
     std::size_t groups = 0;  // mapped group memory (chunks of 256 groups)
     std::size_t index = 0;   // the rule index
     std::size_t total() const noexcept { return tbl24 + groups + index; }
   };
-  Memory memory() const noexcept;  // writer thread (reads writer state)
+  Memory memory() const noexcept;
 
   // Readers. The entry for addr (host byte order): depth(e) == 0 means no
   // prefix covers it; else value(e) is the longest covering prefix's value.
@@ -146,6 +147,7 @@ class Dir24 {
   bool alloc_group(uint32_t* g) noexcept;
   void retire_group(uint32_t g) noexcept;
   uint32_t cover(uint32_t addr, unsigned depth) const noexcept;  // longest rule shorter than depth
+  void count_length(unsigned depth, int delta) noexcept;
 
   Options opts_;
   std::atomic<uint32_t>* tbl24_ = nullptr;
@@ -153,7 +155,12 @@ class Dir24 {
   // in the chunk; never changed afterwards until the destructor.
   std::atomic<std::atomic<uint32_t>*>* chunks_ = nullptr;  // kChunks, mapped at create()
   Index index_;
-  std::size_t size_ = 0, chunk_count_ = 0, groups_used_ = 0;
+  uint32_t per_length_[33] = {};  // prefixes per length (writer)
+  uint64_t lengths_ = 0;           // bit L: per_length_[L] != 0
+  std::size_t chunk_count_ = 0;
+  // Mirrors for memory()/size() on other threads (written by the writer,
+  // relaxed both ways: counts for a report, ordering nothing).
+  std::atomic<std::size_t> size_{0}, groups_used_{0}, group_bytes_{0}, index_bytes_{0};
   uint32_t next_group_ = 0;           // groups never used yet start here
   std::vector<uint32_t> free_;        // reusable now (no concurrent readers)
   std::deque<Retired> retired_;       // waiting for readers, oldest first
