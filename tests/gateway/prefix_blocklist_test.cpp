@@ -320,6 +320,43 @@ TEST_F(Prefixes, FlushKindFlushBatchAndAtomicApply) {
   EXPECT_EQ(v6("2001:db8::1", "2001:db8::2").kind, 0);
 }
 
+// flush_kind deletes the kind's rules in one ordered pass of the store:
+// every one of them, nothing of other kinds, expiring rules included, and
+// the journal replays to the same state.
+TEST_F(Prefixes, FlushKindLeavesOtherKindsAndReplaysFromTheJournal) {
+  int64_t now = 1'000'000;
+  const std::string dir = g_dir + "/flushkind" + std::to_string(g_instance);
+  open(dir, &now);
+  std::vector<Rule> rules;
+  for (int i = 0; i < 300; ++i) {
+    const std::string net = "10." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    rules.push_back(R("src " + net + ".0/24"));
+    rules.push_back(R("src " + net + ".7"));
+    rules.push_back(R("dst " + net + ".0/25"));
+  }
+  ASSERT_EQ(bl_->add_batch(rules).result, Blocklist::Result::kOk);
+  ASSERT_EQ(bl_->add(R("src 172.16.0.0/12"), 60'000), Blocklist::Result::kOk);  // expiring
+  ASSERT_EQ(bl_->add(R("host keep.example")), Blocklist::Result::kOk);
+  std::size_t n = 0;
+  ASSERT_EQ(bl_->flush_kind(RuleKind::kSrc, &n), Blocklist::Result::kOk);
+  EXPECT_EQ(n, 601u);
+  auto check = [&] {
+    EXPECT_EQ(bl_->size(), 301u);
+    EXPECT_EQ(list().front(), "dst 10.0.0.0/25");
+    EXPECT_EQ(v4("10.0.5.7", "1.1.1.1").kind, 0);
+    EXPECT_EQ(v4("172.16.0.1", "1.1.1.1").kind, 0);
+    EXPECT_EQ(v4("1.1.1.1", "10.1.2.9").kind, static_cast<uint8_t>(RuleKind::kDst));
+    EXPECT_EQ(v4("1.1.1.1", "10.1.2.200").kind, 0);
+    EXPECT_TRUE(bl_->contains(R("host keep.example")));
+  };
+  check();
+  EXPECT_EQ(bl_->expire_due(), 0u);
+  now += 120'000;
+  EXPECT_EQ(bl_->expire_due(), 0u);  // the flushed rule's expiry went with it
+  open(dir, &now);  // replays the journal
+  check();
+}
+
 TEST_F(Prefixes, ExpiredPrefixesStopMatching) {
   int64_t now = 1'000'000;
   const std::string dir = g_dir + "/expiry" + std::to_string(g_instance);
