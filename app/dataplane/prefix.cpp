@@ -91,15 +91,29 @@ void PrefixTables::remove(const Rule& r) noexcept {
     --total_;
     return;
   }
-  prefix::Dir24* d = v4_own_[static_cast<std::size_t>(t / 2)].get();
+  const auto k = static_cast<std::size_t>(t / 2);
+  prefix::Dir24* d = v4_own_[k].get();
   // Dir24::remove rewrites the prefix's entries to the longest remaining
   // covering prefix (or none) entry by entry: a worker finds the old rule,
   // the covering one, or nothing, never a reused group (QSBR, above).
-  if (d != nullptr && d->remove(host_order_v4(r.addr.bytes.data()), *r.prefix_len) == prefix::Dir24::Status::kOk)
-    --total_;
+  if (d == nullptr || d->remove(host_order_v4(r.addr.bytes.data()), *r.prefix_len) != prefix::Dir24::Status::kOk)
+    return;
+  --total_;
+  if (d->size() != 0) return;
+  // The kind's last IPv4 prefix: the table goes, and its memory with it (a
+  // flushed feed leaves nothing behind; the next prefix makes a new one).
+  // Unpublished first, freed once every worker has been quiescent since, so
+  // no burst still holds it, as the Blocklist frees grown tables.
+  v4_[k].store(nullptr, std::memory_order_release);
+  if (opts_.qsv != nullptr) rte_rcu_qsbr_synchronize(opts_.qsv, RTE_QSBR_THRID_INVALID);
+  const std::lock_guard<std::mutex> lock(memory_mu_);  // memory_bytes() on another thread
+  v4_own_[k].reset();
 }
 
 std::size_t PrefixTables::memory_bytes() const noexcept {
+  // Under the mutex remove() frees a table with: the telemetry thread is no
+  // QSBR reader, so the grace period does not cover it.
+  const std::lock_guard<std::mutex> lock(memory_mu_);
   std::size_t b = 0;
   for (const auto& v : v4_) {
     // acquire: as the workers (the table create() made).

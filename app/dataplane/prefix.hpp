@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -111,10 +112,12 @@ class PrefixTables {
   const std::atomic<const LookupTables*>* tables_;
   Options opts_;
   // Per kind (src, dst, ip): its IPv4 table, created by the control thread
-  // on the kind's first IPv4 /1-/31 prefix and freed with this object
-  // (owned by v4_own_, published to workers through v4_).
+  // on the kind's first IPv4 /1-/31 prefix and freed when its last one is
+  // removed, or with this object (owned by v4_own_, published to workers
+  // through v4_).
   std::array<std::unique_ptr<prefix::Dir24>, 3> v4_own_;
   std::array<std::atomic<const prefix::Dir24*>, 3> v4_{};
+  mutable std::mutex memory_mu_;  // a table's free (control) against memory_bytes() (any thread)
   std::string error_;
   // Written by the control thread only; read by workers (see above).
   std::array<std::array<std::atomic<uint64_t>, kWords>, kTables> used_{};

@@ -146,6 +146,7 @@ TEST_F(Ctl, InfoReportsMemoryPerStructure) {
             pre["filter"].get<uint64_t>() + pre["exact"].get<uint64_t>() + pre["store"].get<uint64_t>() +
                 pre["ttl"].get<uint64_t>() + pre["prefixes"].get<uint64_t>() + pre["hits"].get<uint64_t>());
   ASSERT_EQ(ctl({"del", "src 10.9.0.128/25"}).status, 0);
+  EXPECT_EQ(mem()["prefixes"].get<uint64_t>(), 0u);  // the kind's last IPv4 prefix: the table is freed
 }
 
 // A standard DPDK telemetry client: SOCK_SEQPACKET to the runtime directory's

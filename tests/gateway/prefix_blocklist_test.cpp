@@ -118,6 +118,21 @@ TEST_F(Prefixes, Ipv4TablesGrowPastTheOldFixedGroupLimit) {
     EXPECT_EQ(v4((net + "127").c_str(), "192.0.2.1").kind, 0) << net;
   }
   EXPECT_GE(bl_->memory_use().prefixes, static_cast<std::size_t>(kNets) * 1024);  // a 1 KiB group each
+  // The kind's last IPv4 prefix takes the table and its memory with it; the
+  // next prefix makes a new one.
+  ASSERT_EQ(bl_->add(R("dst 10.0.0.0/16")), Blocklist::Result::kOk);
+  const std::size_t both = bl_->memory_use().prefixes;
+  std::size_t n = 0;
+  ASSERT_EQ(bl_->flush_kind(RuleKind::kSrc, &n), Blocklist::Result::kOk);
+  EXPECT_EQ(n, static_cast<std::size_t>(kNets));
+  const std::size_t dst_only = bl_->memory_use().prefixes;
+  EXPECT_GT(dst_only, 0u);
+  EXPECT_LE(dst_only, both - kNets * 1024u);  // the src table's groups are gone
+  ASSERT_EQ(bl_->del(R("dst 10.0.0.0/16")), Blocklist::Result::kOk);
+  EXPECT_EQ(bl_->memory_use().prefixes, 0u);
+  EXPECT_EQ(v4("1.1.1.1", "10.0.0.1").kind, 0);
+  ASSERT_EQ(bl_->add(R("dst 10.0.0.0/16")), Blocklist::Result::kOk);
+  EXPECT_EQ(v4("1.1.1.1", "10.0.0.1").kind, static_cast<uint8_t>(RuleKind::kDst));
 }
 
 // max_memory bounds the IPv4 tables too: the add that would pass it fails
