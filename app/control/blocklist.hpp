@@ -154,6 +154,7 @@ class Blocklist {
     std::size_t added = 0, deleted = 0, kept = 0, elsewhere = 0;
     Result result = Result::kOk;  // kFull, kIoError: nothing changed
   };
+  ReplaceResult replace_set(std::string_view set, const KeyBatch& keys);
   ReplaceResult replace_set(std::string_view set, const std::vector<Rule>& rules);
   // Rules per named set ("default" for the default set), sets in first-use order.
   // Safe from any thread (a walk of the store: O(rules)).

@@ -125,7 +125,7 @@ void CommandHandler::line_too_long(Session& s, std::string& out) {
 
 void CommandHandler::finish_load(Session& s, std::string& out) {
   if (s.load_replace) {
-    const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_keys.rules());
+    const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_keys);
     if (r.result == Blocklist::Result::kFull) {
       err(out, 507, "replace rejected, nothing changed: blocklist full (" + b_.last_error() + ")");
     } else if (r.result != Blocklist::Result::kOk) {
