@@ -53,12 +53,15 @@ bool PrefixTables::add(const Rule& r, uint32_t slot) noexcept {
   const auto k = static_cast<std::size_t>(t / 2);
   const std::string kind(kind_name(r.kind));
   if (slot > prefix::Dir24::kMaxValue) {
-    error_ = "IPv4 prefix rules need hit-counter slots below 2^25 (lower gateway.max_memory)";
+    // Slots are reused lowest-freed first; one this high means more than
+    // 2^25 rules were present at some point.
+    error_ = "IPv4 prefix rules need a hit-counter slot below 2^25 (33.5 M); this one got slot " +
+             std::to_string(slot);
     return false;
   }
   if (v4_own_[k] == nullptr) {
     prefix::Dir24::Options o;
-    o.max_bytes = opts_.max_bytes;
+    o.budget = &budget_;
     if (opts_.qsv != nullptr) o.reclaim = {opts_.qsv, &qsbr_start, &qsbr_check};
     std::string err;
     v4_own_[k] = prefix::Dir24::create(o, &err);
@@ -76,11 +79,13 @@ bool PrefixTables::add(const Rule& r, uint32_t slot) noexcept {
       return true;
     case prefix::Dir24::Status::kNoMemory:
       error_ = "max_memory reached: the IPv4 prefix table of " + kind + " rules cannot grow";
-      return false;
+      break;
     default:  // kExists/kInvalid: the exact set and the parser rule these out
       error_ = "the IPv4 prefix table of " + kind + " rules refused " + format_rule(r);
-      return false;
+      break;
   }
+  drop_if_empty(k);  // a table made for this prefix alone goes again
+  return false;
 }
 
 void PrefixTables::remove(const Rule& r) noexcept {
@@ -99,11 +104,15 @@ void PrefixTables::remove(const Rule& r) noexcept {
   if (d == nullptr || d->remove(host_order_v4(r.addr.bytes.data()), *r.prefix_len) != prefix::Dir24::Status::kOk)
     return;
   --total_;
-  if (d->size() != 0) return;
-  // The kind's last IPv4 prefix: the table goes, and its memory with it (a
-  // flushed feed leaves nothing behind; the next prefix makes a new one).
-  // Unpublished first, freed once every worker has been quiescent since, so
-  // no burst still holds it, as the Blocklist frees grown tables.
+  drop_if_empty(k);
+}
+
+void PrefixTables::drop_if_empty(std::size_t k) noexcept {
+  if (v4_own_[k] == nullptr || v4_own_[k]->size() != 0) return;
+  // The kind has no IPv4 prefix left: the table goes, and its memory with
+  // it (a flushed feed leaves nothing behind; the next prefix makes a new
+  // one). Unpublished first, freed once every worker has been quiescent
+  // since, so no burst still holds it, as the Blocklist frees grown tables.
   v4_[k].store(nullptr, std::memory_order_release);
   if (opts_.qsv != nullptr) rte_rcu_qsbr_synchronize(opts_.qsv, RTE_QSBR_THRID_INVALID);
   const std::lock_guard<std::mutex> lock(memory_mu_);  // memory_bytes() on another thread

@@ -61,14 +61,17 @@ class PrefixTables {
  public:
   struct Options {
     rte_rcu_qsbr* qsv = nullptr;  // the workers' QSBR variable (null: no concurrent readers)
-    // Bytes each IPv4 table's growing parts (groups for prefixes longer
-    // than /24, the rule index) may take: the blocklist's max_memory.
+    // Bytes the IPv4 tables' growing parts (groups for prefixes longer than
+    // /24, the rule indexes) may take, all kinds together: the blocklist's
+    // max_memory. 0: no limit.
     std::size_t max_bytes = 0;
   };
   // tables: the blocklist's current filter + exact set (Blocklist::tables();
   // replaced when it grows), probed for the lengths in use.
   PrefixTables(const std::atomic<const LookupTables*>* tables, Options o) noexcept
-      : tables_(tables), opts_(std::move(o)) {}
+      : tables_(tables), opts_(std::move(o)) {
+    budget_.max = opts_.max_bytes;
+  }
   ~PrefixTables();
   PrefixTables(const PrefixTables&) = delete;
   PrefixTables& operator=(const PrefixTables&) = delete;
@@ -108,9 +111,13 @@ class PrefixTables {
  private:
   static bool in_dir24(const Rule& r) noexcept { return r.addr.family == 4 && *r.prefix_len != 0; }
   void count(const Rule& r, int delta) noexcept;  // the probed lengths
+  void drop_if_empty(std::size_t k) noexcept;  // frees kind k's IPv4 table if it holds nothing
   void lookup_v4(const PacketKeys* keys, const bool* classify, uint16_t n, PrefixHit* out) const noexcept;
   const std::atomic<const LookupTables*>* tables_;
   Options opts_;
+  // One max_bytes for the three kinds' tables (declared before them: it
+  // outlives them).
+  prefix::Budget budget_;
   // Per kind (src, dst, ip): its IPv4 table, created by the control thread
   // on the kind's first IPv4 /1-/31 prefix and freed when its last one is
   // removed, or with this object (owned by v4_own_, published to workers

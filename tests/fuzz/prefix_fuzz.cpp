@@ -7,11 +7,14 @@
 // Dir24.WholeSpacePrefixesAndHostRoutes tests them). Bytes 1-2:
 // the address's bits inside 10.0.0.0/20 (a small region, so that prefixes
 // nest and overlap, groups are made, shared and retired); lengths below 20
-// take 10.0.0.0 masked to them. Byte 3: the value's low byte.
+// take 10.0.0.0 masked to them. Byte 3: bits 0-6 the value, bit 7 "the
+// readers are quiescent now" (a fake QSBR: retired groups become reusable).
 //
 // One table for the whole run (a 64 MiB mapping per input would make the
-// fuzzer slow), emptied at the end of every input by removing what is left;
-// a retired group is reused at once (no reclaimer: no concurrent readers).
+// fuzzer slow), emptied at the end of every input by removing what is left.
+// Its budget is one chunk (256 groups): retired groups the fake readers
+// have not released pile up across inputs until the table must take one
+// back, waiting (the fake wait releases it), so every reclamation path runs.
 //
 // Checked (abort on violation): every add/remove's status is the model's
 // (kOk, kExists, kNotFound; host bits are cleared before, so never
@@ -60,12 +63,27 @@ std::size_t groups(const Model& m) {
   return nets.size();
 }
 
+struct FakeQsbr {
+  uint64_t started = 0, quiescent_up_to = 0;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static FakeQsbr q;
+  static cg::prefix::Budget budget{256 * 1024 + 64 * 1024, 0};
   static std::unique_ptr<Dir24> t = [] {
+    Dir24::Options o;
+    o.budget = &budget;
+    o.reclaim.ctx = &q;
+    o.reclaim.start = [](void* c) noexcept { return ++static_cast<FakeQsbr*>(c)->started; };
+    o.reclaim.check = [](void* c, uint64_t token, bool wait) noexcept {
+      auto* f = static_cast<FakeQsbr*>(c);
+      if (wait && token > f->quiescent_up_to) f->quiescent_up_to = token;
+      return token <= f->quiescent_up_to;
+    };
     std::string err;
-    auto d = Dir24::create({}, &err);
+    auto d = Dir24::create(o, &err);
     if (d == nullptr) std::abort();
     return d;
   }();
@@ -75,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const unsigned len = 8 + (data[i] & 0x7f) % 25;
     const uint32_t low = (uint32_t{data[i + 1]} << 8 | data[i + 2]) & ((1u << kRegionBits) - 1);
     const uint32_t addr = (kBase | low) & mask(len);
-    const uint32_t value = data[i + 3];
+    const uint32_t value = data[i + 3] & 0x7f;
+    if ((data[i + 3] & 0x80) != 0) q.quiescent_up_to = q.started;
     const auto key = std::make_pair(addr, len);
     const bool present = m.count(key) != 0;
     if (remove) {

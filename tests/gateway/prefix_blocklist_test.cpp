@@ -166,6 +166,13 @@ TEST_F(Prefixes, Ipv4TablesStopAtMaxMemoryAndLeaveNothingHalfAdded) {
   EXPECT_EQ(probe(test::Packet().ipv4("192.0.2.1", addr.c_str()).udp(1, 2).frame(), true).kind, 0) << addr;
   // A /24 needs no group: still fits.
   EXPECT_EQ(bl_->add(R("dst 10.200.0.0/24")), Blocklist::Result::kOk);
+  // The kinds share the budget: ip's first prefix finds no room for its
+  // table's index, and the table made for it goes again.
+  const std::size_t before = bl_->memory_use().prefixes;
+  EXPECT_EQ(bl_->add(R("ip 10.0.0.0/25")), Blocklist::Result::kFull);
+  EXPECT_NE(bl_->last_error().find("max_memory reached"), std::string::npos) << bl_->last_error();
+  EXPECT_EQ(bl_->memory_use().prefixes, before);
+  EXPECT_EQ(v4("10.0.0.1", "192.0.2.1").kind, 0);
 }
 
 TEST_F(Prefixes, V4InsideEdgesAndOutside) {

@@ -186,6 +186,15 @@ TEST(Dir24, TheRuleIndexGrowsPastAMillionPrefixes) {
   EXPECT_GE(m.tbl24, (1u << 20) * 4u);            // 1 M entries written
   for (uint32_t i = 0; i < (1u << 20); i += 2) ASSERT_EQ(t->remove(i << 8, 24), Status::kOk);
   for (uint32_t i = 0; i < 4096; ++i) EXPECT_EQ(Dir24::depth(t->lookup(i << 8)), (i % 2) ? 24u : 0u) << i;
+  // The index after half a million backward-shift deletions: every
+  // survivor found with its value, no deleted one.
+  for (uint32_t i = 0; i < (1u << 20); ++i) {
+    uint32_t v = 0;
+    ASSERT_EQ(t->find(i << 8, 24, &v), i % 2 == 1) << i;
+    if (i % 2 == 1) {
+      ASSERT_EQ(v, i) << i;
+    }
+  }
 }
 
 // A fake reclaimer: a token per retirement; readers "quiescent" once the
@@ -210,38 +219,66 @@ struct FakeQsbr {
 };
 
 // Fill the one chunk the budget allows (256 groups), so the next group can
-// only come from a retired one.
+// only come from a retired one. The retired and the reusing /24 have
+// different covering /8s, so a reused group that was not refilled shows.
 TEST(Dir24, RetiredGroupsAreReusedOnlyAfterTheReaders) {
   FakeQsbr q;
   Dir24::Options o;
   o.reclaim = FakeQsbr::of(&q);
-  o.max_bytes = 256 * 1024 + 8 * 1024;  // one chunk + the smallest index
+  cg::prefix::Budget budget{256 * 1024 + 8 * 1024, 0};  // one chunk + the smallest index
+  o.budget = &budget;
   auto t = make(o);
+  ASSERT_EQ(t->add(ip(10, 0, 0, 0), 8, 100), Status::kOk);
+  ASSERT_EQ(t->add(ip(11, 0, 0, 0), 8, 200), Status::kOk);
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(t->add(ip(10, 0, i, 128), 25, i), Status::kOk) << i;
   EXPECT_EQ(t->groups_in_use(), 256u);
+  EXPECT_EQ(budget.used, 256u * 1024 + 8 * 1024);
   const auto before = t->memory();
-  EXPECT_EQ(t->add(ip(10, 1, 0, 128), 25, 1), Status::kNoMemory);
-  EXPECT_EQ(Dir24::depth(t->lookup(ip(10, 1, 0, 200))), 0u);  // nothing half-added
-  EXPECT_EQ(t->size(), 256u);
+  EXPECT_EQ(t->add(ip(11, 1, 0, 128), 25, 1), Status::kNoMemory);
+  EXPECT_EQ(Dir24::value(t->lookup(ip(11, 1, 0, 200))), 200u);  // nothing half-added
+  EXPECT_EQ(t->size(), 258u);
   // A /24 (no group needed) still fits.
   ASSERT_EQ(t->add(ip(10, 2, 0, 0), 24, 9), Status::kOk);
 
   ASSERT_EQ(t->remove(ip(10, 0, 7, 128), 25), Status::kOk);  // group retired, token 1
   EXPECT_EQ(q.started, 1u);
   EXPECT_EQ(t->groups_in_use(), 255u);
+  EXPECT_EQ(Dir24::value(t->lookup(ip(10, 0, 7, 200))), 100u);  // the /8 again
   // Readers not quiescent yet and no budget: the writer waits for them.
-  ASSERT_EQ(t->add(ip(10, 1, 0, 128), 25, 1), Status::kOk);
+  ASSERT_EQ(t->add(ip(11, 1, 0, 128), 25, 1), Status::kOk);
   EXPECT_EQ(q.waits, 1);
-  EXPECT_EQ(Dir24::value(t->lookup(ip(10, 1, 0, 200))), 1u);
-  EXPECT_EQ(Dir24::depth(t->lookup(ip(10, 1, 0, 100))), 0u);  // the reused group was refilled
-  EXPECT_EQ(Dir24::depth(t->lookup(ip(10, 0, 7, 200))), 0u);
+  EXPECT_EQ(Dir24::value(t->lookup(ip(11, 1, 0, 200))), 1u);
+  // The reused group was refilled with this /24's answer, not the old one's.
+  EXPECT_EQ(Dir24::value(t->lookup(ip(11, 1, 0, 100))), 200u);
+  EXPECT_EQ(Dir24::depth(t->lookup(ip(11, 1, 0, 100))), 8u);
+  EXPECT_EQ(Dir24::value(t->lookup(ip(10, 0, 7, 200))), 100u);
 
   // Quiescent already: reused without waiting.
   ASSERT_EQ(t->remove(ip(10, 0, 8, 128), 25), Status::kOk);
   q.quiescent_up_to = q.started;
-  ASSERT_EQ(t->add(ip(10, 1, 1, 128), 25, 2), Status::kOk);
+  ASSERT_EQ(t->add(ip(11, 1, 1, 128), 25, 2), Status::kOk);
   EXPECT_EQ(q.waits, 1);
+  EXPECT_EQ(Dir24::value(t->lookup(ip(11, 1, 1, 5))), 200u);
   EXPECT_EQ(t->memory().groups, before.groups);  // no chunk beyond the budget
+}
+
+// Two tables charged to one budget: what one takes, the other cannot; what
+// a table held is given back when it goes.
+TEST(Dir24, TablesShareABudget) {
+  cg::prefix::Budget budget{2 * 256 * 1024 + 16 * 1024, 0};
+  Dir24::Options o;
+  o.budget = &budget;
+  auto a = make(o);
+  auto b = make(o);
+  // a takes both chunks' worth of groups (257 distinct /24s need two).
+  for (uint32_t i = 0; i < 257; ++i) ASSERT_EQ(a->add(ip(10, i / 256, i % 256, 128), 25, i), Status::kOk) << i;
+  EXPECT_EQ(budget.used, 2u * 256 * 1024 + 8 * 1024);
+  EXPECT_EQ(b->add(ip(10, 0, 0, 0), 24, 1), Status::kOk);  // its index: the last 8 KiB
+  EXPECT_EQ(b->add(ip(10, 0, 0, 128), 25, 1), Status::kNoMemory);  // no chunk left for b
+  a.reset();
+  EXPECT_EQ(budget.used, 8u * 1024);  // b's index alone
+  EXPECT_EQ(b->add(ip(10, 0, 0, 128), 25, 1), Status::kOk);
+  EXPECT_EQ(Dir24::value(b->lookup(ip(10, 0, 0, 130))), 1u);
 }
 
 TEST(Dir24, WithoutABudgetGroupsGrowAndStayBoundedByUse) {
@@ -285,7 +322,8 @@ TEST(Dir24, AReaderNeverMissesWhilePrefixesChange) {
     }
     return true;
   };
-  o.max_bytes = 256 * 1024 + 64 * 1024;  // one chunk: reuse is forced
+  cg::prefix::Budget budget{256 * 1024 + 64 * 1024, 0};  // one chunk: reuse is forced
+  o.budget = &budget;
   auto t = make(o);
   // Values: 1..999 inside 10.0/16, 1000..1999 inside 10.1/16.
   ASSERT_EQ(t->add(ip(10, 0, 0, 0), 16, 1), Status::kOk);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <new>
 
 #include "cuckoogate/mem/huge_pages.hpp"
 
@@ -114,6 +115,7 @@ std::unique_ptr<Dir24> Dir24::create(const Options& o, std::string* err) {
 }
 
 Dir24::~Dir24() {
+  charge(chunk_count_ * kChunkBytes + index_.bytes(), /*add=*/false);
   if (chunks_ != nullptr) {
     for (std::size_t c = 0; c < chunk_count_; ++c)
       mem::unmap_pages(chunks_[c].load(std::memory_order_relaxed), kChunkBytes);
@@ -123,9 +125,13 @@ Dir24::~Dir24() {
 }
 
 std::size_t Dir24::budget_left() const noexcept {
-  if (opts_.max_bytes == 0) return SIZE_MAX;
-  const std::size_t used = chunk_count_ * kChunkBytes + index_.bytes();
-  return used >= opts_.max_bytes ? 0 : opts_.max_bytes - used;
+  const Budget* b = opts_.budget;
+  if (b == nullptr || b->max == 0) return SIZE_MAX;
+  return b->used >= b->max ? 0 : b->max - b->used;
+}
+
+void Dir24::charge(std::size_t bytes, bool add) noexcept {
+  if (opts_.budget != nullptr) opts_.budget->used = add ? opts_.budget->used + bytes : opts_.budget->used - bytes;
 }
 
 bool Dir24::alloc_group(uint32_t* g) noexcept {
@@ -146,10 +152,12 @@ bool Dir24::alloc_group(uint32_t* g) noexcept {
     if (!room && kChunkBytes <= budget_left()) {
       auto* p = static_cast<std::atomic<uint32_t>*>(mem::map_pages(kChunkBytes));
       if (p != nullptr) {
-        // release: ordered before the tbl24 entry that will name a group of
-        // this chunk (itself a release store); readers reach it only so.
+        // Readers reach this pointer only through a tbl24 entry naming one
+        // of the chunk's groups, whose release store (after this one)
+        // orders it; release here documents that and costs nothing.
         chunks_[c].store(p, std::memory_order_release);
         ++chunk_count_;
+        charge(kChunkBytes, /*add=*/true);
         group_bytes_.store(chunk_count_ * kChunkBytes, std::memory_order_relaxed);
         room = true;
       }
@@ -170,10 +178,15 @@ bool Dir24::alloc_group(uint32_t* g) noexcept {
 }
 
 void Dir24::retire_group(uint32_t g) noexcept {
-  if (opts_.reclaim.start == nullptr) {
-    free_.push_back(g);
-  } else {
-    retired_.push_back({g, opts_.reclaim.start(opts_.reclaim.ctx)});
+  try {
+    if (opts_.reclaim.start == nullptr) {
+      free_.push_back(g);
+    } else {
+      retired_.push_back({g, opts_.reclaim.start(opts_.reclaim.ctx)});
+    }
+  } catch (const std::bad_alloc&) {
+    // No memory for the list: the group is never reused (1 KiB lost), which
+    // is safe; the table stays correct.
   }
 }
 
@@ -205,8 +218,16 @@ bool Dir24::find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept 
 Dir24::Status Dir24::add(uint32_t addr, unsigned depth, uint32_t value) noexcept {
   if (depth < 1 || depth > 32 || value > kMaxValue || (addr & ~net_mask(depth)) != 0) return Status::kInvalid;
   if (index_.find(addr, depth, nullptr)) return Status::kExists;
-  const std::size_t left = budget_left();
-  if (!index_.reserve_one(left == SIZE_MAX ? left : left + index_.bytes())) return Status::kNoMemory;
+  const std::size_t left = budget_left(), before = index_.bytes();
+  // The new index may take what is left plus the old one's bytes (freed
+  // once it is copied).
+  const bool room = index_.reserve_one(left == SIZE_MAX ? left : left + before);
+  if (index_.bytes() != before) {
+    charge(before, /*add=*/false);
+    charge(index_.bytes(), /*add=*/true);
+    index_bytes_.store(index_.bytes(), std::memory_order_relaxed);
+  }
+  if (!room) return Status::kNoMemory;
   const uint32_t e_new = make(depth, value);
   // Each entry is rewritten with one store (relaxed: it publishes nothing
   // but itself; the caller's generation bump orders the whole change).
@@ -245,7 +266,6 @@ Dir24::Status Dir24::add(uint32_t addr, unsigned depth, uint32_t value) noexcept
   }
   index_.insert(addr, depth, value);
   count_length(depth, +1);
-  index_bytes_.store(index_.bytes(), std::memory_order_relaxed);
   size_.fetch_add(1, std::memory_order_relaxed);
   return Status::kOk;
 }

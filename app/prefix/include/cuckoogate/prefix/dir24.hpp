@@ -48,6 +48,14 @@ struct Reclaimer {
   bool (*check)(void* ctx, uint64_t token, bool wait) noexcept = nullptr;
 };
 
+// A byte budget that several tables share (the gateway's three kinds: one
+// limit for all their groups and rule indexes). Writer thread only; it must
+// outlive the tables charged to it.
+struct Budget {
+  std::size_t max = 0;   // 0: no limit
+  std::size_t used = 0;  // what the tables charged to it hold now
+};
+
 class Dir24 {
  public:
   static constexpr unsigned kValueBits = 25;
@@ -55,10 +63,10 @@ class Dir24 {
   static constexpr uint32_t kMaxGroups = uint32_t{1} << kValueBits;
 
   struct Options {
-    // Bytes the groups and the rule index may take together (0: no limit
+    // What the groups and the rule index are charged to (nullptr: no limit
     // but address space). The 64 MiB tbl24 is mapped at create(), resident
-    // only where prefixes are, and not counted here.
-    std::size_t max_bytes = 0;
+    // only where prefixes are, and not charged.
+    Budget* budget = nullptr;
     Reclaimer reclaim;
   };
   enum class Status { kOk, kExists, kNotFound, kInvalid, kNoMemory };
@@ -71,7 +79,8 @@ class Dir24 {
 
   // Writer. addr in host byte order, depth 1..32, no host bits set, value <=
   // kMaxValue (else kInvalid). kExists: this prefix is present (unchanged);
-  // kNoMemory: max_bytes or mmap (nothing changed).
+  // kNoMemory: the budget or mmap (no lookup changed; the index may have
+  // grown).
   Status add(uint32_t addr, unsigned depth, uint32_t value) noexcept;
   // kNotFound: not present. Addresses it covered now get the longest
   // remaining prefix covering them, or none.
@@ -144,6 +153,7 @@ class Dir24 {
     return (static_cast<uint32_t>(depth) << kValueBits) | value;
   }
   std::size_t budget_left() const noexcept;
+  void charge(std::size_t bytes, bool add) noexcept;  // to the budget, if any
   bool alloc_group(uint32_t* g) noexcept;
   void retire_group(uint32_t g) noexcept;
   uint32_t cover(uint32_t addr, unsigned depth) const noexcept;  // longest rule shorter than depth
