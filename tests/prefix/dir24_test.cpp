@@ -171,8 +171,11 @@ TEST(Dir24, RandomChangesMatchABruteForceModel) {
   EXPECT_EQ(t->groups_in_use(), 0u);
 }
 
-TEST(Dir24, TheRuleIndexGrowsPastAMillionPrefixes) {
-  auto t = make();
+TEST(Dir24, TheRuleIndexGrowsPastAMillionPrefixesAndShrinksAfterMassDeletes) {
+  cg::prefix::Budget budget;  // no limit: counts what is charged
+  Dir24::Options o;
+  o.budget = &budget;
+  auto t = make(o);
   for (uint32_t i = 0; i < (1u << 20); ++i) ASSERT_EQ(t->add(i << 8, 24, i), Status::kOk);
   EXPECT_EQ(t->size(), 1u << 20);
   for (uint32_t i = 0; i < (1u << 20); i += 997) {
@@ -186,6 +189,8 @@ TEST(Dir24, TheRuleIndexGrowsPastAMillionPrefixes) {
   EXPECT_GE(m.tbl24, (1u << 20) * 4u);            // 1 M entries written
   for (uint32_t i = 0; i < (1u << 20); i += 2) ASSERT_EQ(t->remove(i << 8, 24), Status::kOk);
   for (uint32_t i = 0; i < 4096; ++i) EXPECT_EQ(Dir24::depth(t->lookup(i << 8)), (i % 2) ? 24u : 0u) << i;
+  // Half deleted: the index keeps its size (at most 1/8 full shrinks it).
+  EXPECT_EQ(t->memory().index, m.index);
   // The index after half a million backward-shift deletions: every
   // survivor found with its value, no deleted one.
   for (uint32_t i = 0; i < (1u << 20); ++i) {
@@ -194,6 +199,17 @@ TEST(Dir24, TheRuleIndexGrowsPastAMillionPrefixes) {
     if (i % 2 == 1) {
       ASSERT_EQ(v, i) << i;
     }
+  }
+  // All but 1000 gone: the index is halved down to at most 1/4 full (4096
+  // slots), charged as such, and still finds every survivor.
+  for (uint32_t i = 1; i < (1u << 20) - 2000; i += 2) ASSERT_EQ(t->remove(i << 8, 24), Status::kOk);
+  EXPECT_EQ(t->size(), 1000u);
+  EXPECT_EQ(t->memory().index, 4096u * 8);
+  EXPECT_EQ(budget.used, t->memory().index + t->memory().groups);
+  for (uint32_t i = (1u << 20) - 2000; i < (1u << 20); ++i) {
+    uint32_t v = 0;
+    ASSERT_EQ(t->find(i << 8, 24, &v), i % 2 == 1) << i;
+    EXPECT_EQ(Dir24::depth(t->lookup((i << 8) | 5)), i % 2 == 1 ? 24u : 0u) << i;
   }
 }
 

@@ -51,7 +51,17 @@ bool Dir24::Index::find(uint32_t addr, unsigned depth, uint32_t* value) const no
 bool Dir24::Index::reserve_one(std::size_t budget) noexcept {
   if ((used_ + 1) * 4 <= cap_ * 3) return true;  // load factor <= 3/4
   const std::size_t cap = cap_ == 0 ? kMinIndex : cap_ * 2;
-  if (cap * sizeof(uint64_t) > budget) return false;
+  return cap * sizeof(uint64_t) <= budget && rehash(cap);
+}
+
+bool Dir24::Index::shrink_if_sparse() noexcept {
+  if (cap_ <= kMinIndex || used_ * 8 > cap_) return false;
+  std::size_t cap = cap_ / 2;
+  while (cap > kMinIndex && used_ * 4 <= cap / 2) cap /= 2;  // at most 1/4 full after
+  return rehash(cap);  // no memory for the smaller one: stays as it is
+}
+
+bool Dir24::Index::rehash(std::size_t cap) noexcept {
   auto* slots = static_cast<uint64_t*>(mem::map_pages(cap * sizeof(uint64_t)));  // zeroed
   if (slots == nullptr) return false;
   uint64_t* old = slots_;
@@ -274,6 +284,12 @@ Dir24::Status Dir24::remove(uint32_t addr, unsigned depth) noexcept {
   if (depth < 1 || depth > 32 || (addr & ~net_mask(depth)) != 0) return Status::kInvalid;
   if (!index_.erase(addr, depth)) return Status::kNotFound;
   count_length(depth, -1);
+  const std::size_t before = index_.bytes();
+  if (index_.shrink_if_sparse()) {
+    charge(before, /*add=*/false);
+    charge(index_.bytes(), /*add=*/true);
+    index_bytes_.store(index_.bytes(), std::memory_order_relaxed);
+  }
   // Entries that carried this prefix (its length, inside its range: no other
   // prefix can have put that length there) fall back to the longest
   // remaining prefix covering it, or to "none".

@@ -130,12 +130,16 @@ class Dir24 {
     bool find(uint32_t addr, unsigned depth, uint32_t* value) const noexcept;
     // Room for one more (may grow); false: budget or mmap.
     bool reserve_one(std::size_t budget_left) noexcept;
+    // Halved while at most 1/8 full (so at most 1/4 after: no oscillation
+    // with the growth at 3/4); false when nothing was done.
+    bool shrink_if_sparse() noexcept;
     void insert(uint32_t addr, unsigned depth, uint32_t value) noexcept;  // absent; room reserved
     bool erase(uint32_t addr, unsigned depth) noexcept;
     std::size_t bytes() const noexcept { return cap_ * sizeof(uint64_t); }
 
    private:
     std::size_t home(uint32_t addr, unsigned depth) const noexcept;
+    bool rehash(std::size_t cap) noexcept;  // into a new table of cap slots
     uint64_t* slots_ = nullptr;
     std::size_t cap_ = 0, used_ = 0;
   };
