@@ -157,7 +157,7 @@ class Blocklist {
   ReplaceResult replace_set(std::string_view set, const KeyBatch& keys);
   ReplaceResult replace_set(std::string_view set, const std::vector<Rule>& rules);
   // Rules per named set ("default" for the default set), sets in first-use order.
-  // Safe from any thread (a walk of the store: O(rules)).
+  // Safe from any thread; O(sets) (the store counts them as rules come and go).
   std::vector<std::pair<std::string, std::size_t>> set_counts() const;
   // The same as `info` lines: "sets.NAME N\n" per set.
   void set_count_lines(std::string& out) const;

@@ -4,7 +4,9 @@
 // group cut short by a crash is restored whole or not at all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -211,6 +213,104 @@ TEST(RuleStoreSets, AnAtomicGroupOfOneChangeNeedsNoTransactionRecord) {
   const RuleStore::Change one[] = {{RuleStore::Change::Op::add, "k", "t", 0, {}}};
   ASSERT_TRUE(s->apply(one, &res, nullptr, true).ok());
   EXPECT_EQ(record_ends(slurp(dir.file(DurableLog::journal_name(1)))).size(), 1u);
+}
+
+}  // namespace
+}  // namespace cg::store
+
+namespace cg::store {
+namespace {
+
+// Rules per set by a walk of every rule: what set_counts() counted before
+// it kept counts, and must still say.
+std::vector<std::pair<std::string, std::size_t>> counts_by_walk(const RuleStore& s) {
+  std::map<std::string, std::size_t> n;
+  for (auto c = s.list(); c.next();) ++n[s.set_name(c.value().set_id)];
+  return {n.begin(), n.end()};
+}
+
+std::vector<std::pair<std::string, std::size_t>> sorted_counts(const RuleStore& s) {
+  auto v = s.set_counts();
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Every way a rule enters or leaves the store, in random order, with the
+// counts checked against a walk after each: single adds (and lifetime
+// updates), bulk adds, ordered and unordered groups, deletes, moves,
+// expiry, flush, and a reopen from the journal and from a snapshot.
+TEST(RuleStoreSets, SetCountsFollowEveryWayRulesComeAndGo) {
+  test::TempDir dir;
+  std::int64_t now = 1'700'000'000'000;
+  auto open_at = [&] {
+    RuleStore::Options o;
+    o.state_dir = dir.path();
+    o.clock = [&now] { return now; };
+    std::unique_ptr<RuleStore> s;
+    EXPECT_TRUE(RuleStore::open(o, &s).ok());
+    return s;
+  };
+  auto s = open_at();
+  std::mt19937 rng(77);
+  const std::string sets[] = {"", "ads", "spam", "x"};
+  auto key = [&] { return "k" + std::to_string(rng() % 200); };
+  auto set = [&] { return sets[rng() % 4]; };
+  using Op = RuleStore::Change::Op;
+  for (int step = 0; step < 600; ++step) {
+    std::vector<Errc> res;
+    const unsigned what = rng() % 100;
+    std::vector<std::string> keys;  // backing for views below
+    if (what < 25) {
+      keys = {key(), set()};
+      ASSERT_TRUE(s->apply(std::vector<RuleStore::Change>{{Op::add, keys[0], {}, (rng() % 3 == 0) ? 1000 : 0, keys[1]}},
+                           &res).ok());
+    } else if (what < 40) {
+      std::vector<RuleStore::AddRequest> reqs;
+      const std::string st = set();
+      for (int i = 0; i < 20; ++i) keys.push_back(key());
+      for (const auto& k : keys) reqs.push_back({k, {}, 0, st});
+      ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+    } else if (what < 55) {
+      // A group, sorted (apply_sorted) or with a repeated key (the general path).
+      for (int i = 0; i < 12; ++i) keys.push_back(key());
+      std::vector<std::string> ss;
+      for (int i = 0; i < 12; ++i) ss.push_back(set());
+      std::vector<RuleStore::Change> ch;
+      for (int i = 0; i < 12; ++i) ch.push_back({rng() % 3 == 0 ? Op::del : Op::add, keys[i], {}, 0, ss[i]});
+      if (rng() % 2 == 0) {
+        std::sort(ch.begin(), ch.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+        ch.erase(std::unique(ch.begin(), ch.end(), [](const auto& a, const auto& b) { return a.key == b.key; }),
+                 ch.end());
+      } else {
+        ch.push_back(ch.front());
+      }
+      ASSERT_TRUE(s->apply(ch, &res, nullptr, rng() % 2 == 0).ok());
+    } else if (what < 75) {
+      keys = {key()};
+      const Status st = s->del(keys[0]);
+      ASSERT_TRUE(st.ok() || st.code() == Errc::absent) << st.to_string();
+    } else if (what < 82) {
+      keys = {key(), key()};
+      const RuleStore::Move mv[] = {{keys[0], keys[1], {}}};
+      if (keys[0] != keys[1]) {
+        ASSERT_TRUE(s->move(mv, &res).ok());
+      }
+    } else if (what < 88) {
+      now += 2000;
+      std::vector<RuleStore::Removed> gone;
+      ASSERT_TRUE(s->expire_due(&gone).ok());
+    } else if (what < 90) {
+      ASSERT_TRUE(s->flush().ok());
+    } else if (what < 95) {
+      s.reset();
+      s = open_at();  // replays the journal
+    } else {
+      ASSERT_TRUE(s->snapshot().ok());
+      s.reset();
+      s = open_at();
+    }
+    ASSERT_EQ(sorted_counts(*s), counts_by_walk(*s)) << "step " << step << " op " << what;
+  }
 }
 
 }  // namespace

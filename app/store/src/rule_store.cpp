@@ -122,18 +122,20 @@ void RuleStore::insert_side(std::string_view key, const RuleMeta& m) {
 
 void RuleStore::insert_rule(std::string_view key, const RuleMeta& m) {
   insert_side(key, m);
-  rules_.insert(key, PackedMeta(m));
+  if (rules_.insert(key, PackedMeta(m)) == InsertResult::inserted) count_set(m.set_id, true);
 }
 
 bool RuleStore::erase_rule(std::string_view key, RuleMeta* removed) {
   PackedMeta p;
   if (rules_.erase(key, &p) != EraseResult::erased) return false;
   if (!p.has_side()) {
+    count_set(p.set_id(), false);
     if (removed != nullptr) unpack(key, p, removed);
     return true;
   }
   SideMeta s;
   side_.erase(key, &s);
+  count_set(s.set_id, false);
   if (removed != nullptr) {
     removed->id = p.id;
     removed->expiry_unix_ms = p.expiry_unix_ms;
@@ -238,7 +240,9 @@ void RuleStore::replay_record(StoreRecord&& r) {
       const RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)};
       insert_side(r.key, m);  // before the node, as insert_rule
       if (!replay_inserter_) replay_inserter_.emplace(rules_.ordered_inserter());
-      if (replay_inserter_->insert(r.key, PackedMeta(m)) == InsertResult::exists) {
+      const InsertResult in = replay_inserter_->insert(r.key, PackedMeta(m));
+      if (in == InsertResult::inserted) count_set(m.set_id, true);
+      if (in == InsertResult::exists) {
         // Replay is idempotent (an add replaces): a snapshot is taken while
         // writers run, so it may already contain effects of later records.
         replay_inserter_.reset();
@@ -420,6 +424,19 @@ std::optional<std::uint32_t> RuleStore::find_set(std::string_view name) const {
 
 std::vector<std::pair<std::string, std::size_t>> RuleStore::set_counts() const {
   std::vector<std::size_t> n;
+  std::vector<std::string> names;
+  {
+    std::lock_guard m(sets_mu_);
+    names = set_names_;
+  }
+  if (names.size() <= kCountedSets) {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::size_t c = set_count_[i].load(std::memory_order_relaxed);
+      if (c != 0) out.emplace_back(std::move(names[i]), c);
+    }
+    return out;
+  }
   for (auto c = list(); c.next();) {
     const std::uint32_t id = c.value().set_id;
     if (n.size() <= id) n.resize(id + 1, 0);
@@ -646,7 +663,9 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
     if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id});
-    inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id), use_hints ? hints[e] : Hint());
+    if (inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id), use_hints ? hints[e] : Hint()) ==
+        InsertResult::inserted)
+      count_set(last_set_id, true);
   }
   return Status::Ok();
 }
@@ -861,7 +880,8 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         const std::int64_t expiry = c.ttl_ms > 0 ? now + c.ttl_ms : 0;
         if (expiry != 0) ttl_.schedule(expiry, c.key);
         if (!PackedMeta::fits(now, c.text, s.set_id)) insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id});
-        inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id));
+        if (inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id)) == InsertResult::inserted)
+          count_set(s.set_id, true);
         break;
       }
       case Kind::update: apply_in_memory(std::move(updates[u++])); break;

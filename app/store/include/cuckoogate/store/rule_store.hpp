@@ -28,6 +28,7 @@
 //   * The destructor needs exclusive access.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <cstdint>
@@ -322,8 +323,10 @@ class RuleStore {
   std::string set_name(std::uint32_t id) const;
   // The id of a set name that some rule has used (nullopt: none ever did).
   std::optional<std::uint32_t> find_set(std::string_view name) const;
-  // Rules per set, by name ("" = default), sets without rules left out; a
-  // scan of every rule (control thread, for `info`).
+  // Rules per set, by name ("" = default), sets without rules left out.
+  // Counted as rules come and go (O(sets), any thread; counts read while a
+  // writer works may be a few changes apart); a scan of every rule only
+  // once more than kCountedSets set names were ever used.
   std::vector<std::pair<std::string, std::size_t>> set_counts() const;
   std::optional<std::int64_t> next_expiry() const { return ttl_.next_deadline(); }
   // Estimated heap bytes of the ordered rule set (with the side table) and of
@@ -373,6 +376,17 @@ class RuleStore {
   // so a reader that reaches a node with has_side() finds its entry unless
   // the rule is being deleted.
   void insert_rule(std::string_view key, const RuleMeta& m);
+  // The rules_ membership counts per set id (writers: every insert into and
+  // erase from rules_ calls it; one writer at a time, under write_mu_ or in
+  // open()).
+  void count_set(std::uint32_t set_id, bool add) noexcept {
+    if (set_id >= kCountedSets) return;
+    std::atomic<std::size_t>& n = set_count_[set_id];
+    // relaxed: a count for reports, ordering nothing; one writer, so a load
+    // and a store (no read-modify-write).
+    n.store(add ? n.load(std::memory_order_relaxed) + 1 : n.load(std::memory_order_relaxed) - 1,
+            std::memory_order_relaxed);
+  }
   void insert_side(std::string_view key, const RuleMeta& m);
   bool erase_rule(std::string_view key, RuleMeta* removed);
 
@@ -389,6 +403,10 @@ class RuleStore {
   std::unordered_map<std::string, std::string> marks_;
   std::uint64_t mem_seq_ = 0;  // id source when in memory only
   mutable std::mutex sets_mu_;  // guards set_names_ (appended by writers, read by anyone)
+ public:
+  static constexpr std::size_t kCountedSets = 1024;  // set ids with a count kept
+ private:
+  std::array<std::atomic<std::size_t>, kCountedSets> set_count_{};
   std::vector<std::string> set_names_{std::string()};  // set id -> name; 0 = default
   std::unordered_map<std::string, std::uint32_t> set_ids_{{std::string(), 0}};  // name -> set id
   // Replay of a transaction (RecordOp::txn): its records wait here until the
