@@ -235,6 +235,39 @@ std::vector<std::pair<std::string, std::size_t>> sorted_counts(const RuleStore& 
   return v;
 }
 
+// A journal that adds one key twice, in two sets, both records with a text
+// (so both rules have side entries): the replay replaces the first rule by
+// the second, and the count moves from the first set to the second (a
+// review found the first set's count left at 1: the second record's side
+// entry had replaced the first's before the first was erased).
+TEST(RuleStoreSets, AReplayedReAddMovesTheCountToTheNewSet) {
+  test::TempDir dir;
+  {
+    std::unique_ptr<JournalWriter> w;
+    ASSERT_TRUE(JournalWriter::create(dir.file(DurableLog::journal_name(1)), 1, &w).ok());
+    for (const auto& [id, set] : {std::pair<std::uint64_t, const char*>{1, "a"}, {2, "b"}}) {
+      StoreRecord r;
+      r.op = RecordOp::add;
+      r.id = id;
+      r.key = "k";
+      r.text = "host k.example";
+      r.set = set;
+      r.added_unix_ms = 1'700'000'000'000;
+      std::string p;
+      encode_record(r, &p);
+      ASSERT_TRUE(w->append(p).ok());
+    }
+    ASSERT_TRUE(w->sync().ok());
+  }
+  auto s = open_store(dir.path());
+  ASSERT_EQ(s->size(), 1u);
+  EXPECT_EQ(s->set_name(s->get("k")->set_id), "b");
+  const std::vector<std::pair<std::string, std::size_t>> want = {{"b", 1}};
+  EXPECT_EQ(s->set_counts(), want);
+  ASSERT_TRUE(s->del("k").ok());
+  EXPECT_TRUE(s->set_counts().empty());
+}
+
 // Every way a rule enters or leaves the store, in random order, with the
 // counts checked against a walk after each: single adds (and lifetime
 // updates), bulk adds, ordered and unordered groups, deletes, moves,

@@ -238,16 +238,20 @@ void RuleStore::replay_record(StoreRecord&& r) {
   switch (r.op) {
     case RecordOp::add: {
       const RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)};
-      insert_side(r.key, m);  // before the node, as insert_rule
+      // The node first, its side entry after: open() has no concurrent
+      // readers (insert_rule's order is for them), and a present rule's side
+      // entry must still be its own when erase_rule reads it below (its set
+      // is counted down from it).
       if (!replay_inserter_) replay_inserter_.emplace(rules_.ordered_inserter());
-      const InsertResult in = replay_inserter_->insert(r.key, PackedMeta(m));
-      if (in == InsertResult::inserted) count_set(m.set_id, true);
-      if (in == InsertResult::exists) {
+      if (replay_inserter_->insert(r.key, PackedMeta(m)) == InsertResult::inserted) {
+        insert_side(r.key, m);
+        count_set(m.set_id, true);
+      } else {
         // Replay is idempotent (an add replaces): a snapshot is taken while
         // writers run, so it may already contain effects of later records.
         replay_inserter_.reset();
         erase_rule(r.key, nullptr);  // the old node, and its side entry if it had one
-        insert_rule(r.key, m);        // (an entry made above for m is replaced there)
+        insert_rule(r.key, m);
       }
       break;
     }
