@@ -1008,6 +1008,21 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
     const std::size_t b = d == 0 ? 0 : del_end[d - 1];
     return std::string_view(dels).substr(b, del_end[d] - b);
   };
+  // The store's changes in key order (one ordered pass), one transaction;
+  // made before any rule enters the lookup tables, so that an allocation
+  // failure here leaves nothing to undo.
+  std::vector<store::RuleStore::Change> sc;
+  sc.reserve(adds.size() + del_end.size());
+  using SOp = store::RuleStore::Change::Op;
+  for (std::size_t a = 0, d = 0; a < adds.size() || d < del_end.size();) {
+    if (d == del_end.size() || (a < adds.size() && adds[a] < del_key(d))) {
+      sc.push_back({SOp::add, adds[a++], {}, 0, name});  // no text: the key is the rule
+    } else {
+      sc.push_back({SOp::del, del_key(d++), {}, 0, {}});
+    }
+  }
+  std::vector<store::Errc> out;
+  out.reserve(sc.size());
   // New rules reach the lookup structures before the journal sync; the
   // rules stay in `added` (reserved: pending_ holds pointers) for a growth
   // or a rollback.
@@ -1028,18 +1043,6 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
       }
     }
   }
-  // The store's changes in key order (one ordered pass), one transaction.
-  std::vector<store::RuleStore::Change> sc;
-  sc.reserve(adds.size() + del_end.size());
-  using SOp = store::RuleStore::Change::Op;
-  for (std::size_t a = 0, d = 0; a < adds.size() || d < del_end.size();) {
-    if (d == del_end.size() || (a < adds.size() && adds[a] < del_key(d))) {
-      sc.push_back({SOp::add, adds[a++], {}, 0, name});  // no text: the key is the rule
-    } else {
-      sc.push_back({SOp::del, del_key(d++), {}, 0, {}});
-    }
-  }
-  std::vector<store::Errc> out;
   const store::Status st = store_->apply(sc, &out, nullptr, /*atomic=*/true);
   if (!st.ok()) {
     last_error_ = st.to_string();
