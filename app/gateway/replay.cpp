@@ -243,10 +243,16 @@ int replay(const ReplayOptions& o) {
   std::vector<Rule> rules;
   if (!read_rule_files(o.rules, rules, &err)) return fail_early(2, err);
 
+  // Scratch files (the capture cut per worker, per pass) under $TMPDIR, as
+  // Unix tools do, else /tmp. Removed on every way out but SIGKILL, so a
+  // caller that may kill us can point TMPDIR at a directory of its own.
   TempDir tmp;
   {
-    char tmpl[] = "/tmp/cuckoogate-replay-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return fail_early(1, "cannot create a temporary directory in /tmp");
+    const char* env = std::getenv("TMPDIR");
+    const std::string base = env != nullptr && *env != '\0' ? env : "/tmp";
+    std::string tmpl = base + "/cuckoogate-replay-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr)
+      return fail_early(1, "cannot create a temporary directory in " + base + ": " + std::strerror(errno));
     tmp.path = tmpl;
   }
   const unsigned q = o.workers;

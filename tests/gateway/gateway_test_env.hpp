@@ -45,6 +45,9 @@ inline int gateway_test_main(int argc, char** argv) {
   char tmpl[] = "/tmp/cg-gw-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 2;
   GatewayEnv::dir() = tmpl;
+  // The gateways these tests start (and sometimes SIGKILL) keep their
+  // scratch files in here too, removed with it.
+  setenv("TMPDIR", tmpl, 1);
   const int rc = RUN_ALL_TESTS();
   std::error_code ec;
   if (rc == 0) std::filesystem::remove_all(tmpl, ec);  // kept on failure, for a look

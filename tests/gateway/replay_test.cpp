@@ -2,6 +2,10 @@
 // asserting both output captures packet for packet and the JSON counters.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -266,6 +270,34 @@ TEST_F(Replay, LoopReplaysTheCaptureNTimes) {
   const auto j = read_json(path("s.json"));
   EXPECT_EQ(j["rx"], 100);
   EXPECT_EQ(j["dropped_by_kind"]["src"], 50);
+}
+
+// replay's scratch directory goes under $TMPDIR (here: one of the test's),
+// where whoever set it can remove it even after a SIGKILL, which no
+// process survives to clean up after.
+TEST_F(Replay, ScratchFilesGoUnderTmpdir) {
+  using namespace std::chrono_literals;
+  const Bytes a = Packet().ipv4("192.0.2.7", "10.1.1.1").udp(1, 2).frame();
+  write_pcap(path("in.pcap"), {a});
+  const std::string tmpdir = path("tmp");
+  std::filesystem::create_directories(tmpdir);
+  const std::string old = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "";
+  setenv("TMPDIR", tmpdir.c_str(), 1);
+  const std::string sock = GatewayEnv::dir() + "/sg.sock";
+  const std::string rules = write_file("tmpdir.rules", "src 192.0.2.99\n");
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", rules, "--in", path("in.pcap"), "--out", path("pass.pcap"),
+              "--ctl", sock,
+              "--loop", "5000", "--pps", "500"},
+             path("gw.out"), path("gw.err"));
+  setenv("TMPDIR", old.c_str(), 1);
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  std::vector<std::string> scratch;
+  for (const auto& e : std::filesystem::directory_iterator(tmpdir)) scratch.push_back(e.path().filename());
+  ASSERT_EQ(scratch.size(), 1u);
+  EXPECT_EQ(scratch[0].rfind("cuckoogate-replay-", 0), 0u) << scratch[0];
+  gw.signal(SIGINT);
+  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+  EXPECT_TRUE(std::filesystem::is_empty(tmpdir));  // removed on the way out
 }
 
 TEST_F(Replay, PureFilterModeDropsOnFilterHits) {
