@@ -94,10 +94,14 @@ bool same(const cg::sync::FlatReply& f, cg::sync::FlatReply::Ref n, const redisR
 }
 
 // An aggregate header declaring more elements than the flat parser accepts
-// (1 << 20): hiredis' own reader would allocate them all up front.
+// (1 << 20): hiredis' own reader would allocate them all up front, and on a
+// later protocol error walk them all to free them (seconds for 2^28). Any
+// '*' counts, not only one at a line start: hiredis 0.14 skips the two bytes
+// after a bulk string's payload without checking they are CRLF, so
+// "*2\r\n$1\r\naXY*250000000\r\n" declares a nested array after "XY".
 bool declares_huge_array(std::string_view resp) {
   for (std::size_t i = 0; i < resp.size(); ++i) {
-    if (resp[i] != '*' || (i != 0 && resp[i - 1] != '\n')) continue;
+    if (resp[i] != '*') continue;
     std::size_t j = i + 1, digits = 0;
     uint64_t v = 0;
     while (j < resp.size() && resp[j] >= '0' && resp[j] <= '9' && digits < 19) v = v * 10 + (resp[j++] - '0'), ++digits;
