@@ -200,6 +200,19 @@ void Dir24::retire_group(uint32_t g) noexcept {
   }
 }
 
+template <typename Fn>
+void Dir24::for_each_covered(uint32_t addr, unsigned depth, Fn&& fn) const noexcept {
+  const std::size_t first = addr >> 8, n = std::size_t{1} << (24 - depth);
+  for (std::size_t i = first; i < first + n; ++i) {
+    const uint32_t e = tbl24_[i].load(std::memory_order_relaxed);
+    if ((e & kGroupBit) == 0) {
+      fn(tbl24_[i]);
+    } else {
+      for (uint32_t j = 0; j < 256; ++j) fn(group_entry(e & kMaxValue, j));
+    }
+  }
+}
+
 uint32_t Dir24::cover(uint32_t addr, unsigned depth) const noexcept {
   // Only the lengths that have prefixes, longest first: a feed of /24s
   // alone probes nothing.
@@ -246,15 +259,7 @@ Dir24::Status Dir24::add(uint32_t addr, unsigned depth, uint32_t value) noexcept
     if (depth >= Dir24::depth(a.load(std::memory_order_relaxed))) a.store(e_new, std::memory_order_relaxed);
   };
   if (depth <= 24) {
-    const std::size_t first = addr >> 8, n = std::size_t{1} << (24 - depth);
-    for (std::size_t i = first; i < first + n; ++i) {
-      const uint32_t e = tbl24_[i].load(std::memory_order_relaxed);
-      if ((e & kGroupBit) == 0) {
-        update(tbl24_[i]);
-      } else {
-        for (uint32_t j = 0; j < 256; ++j) update(group_entry(e & kMaxValue, j));
-      }
-    }
+    for_each_covered(addr, depth, update);
   } else {
     std::atomic<uint32_t>& t = tbl24_[addr >> 8];
     const uint32_t e = t.load(std::memory_order_relaxed);
@@ -298,15 +303,7 @@ Dir24::Status Dir24::remove(uint32_t addr, unsigned depth) noexcept {
     if (Dir24::depth(a.load(std::memory_order_relaxed)) == depth) a.store(r, std::memory_order_relaxed);
   };
   if (depth <= 24) {
-    const std::size_t first = addr >> 8, n = std::size_t{1} << (24 - depth);
-    for (std::size_t i = first; i < first + n; ++i) {
-      const uint32_t e = tbl24_[i].load(std::memory_order_relaxed);
-      if ((e & kGroupBit) == 0) {
-        revert(tbl24_[i]);
-      } else {
-        for (uint32_t j = 0; j < 256; ++j) revert(group_entry(e & kMaxValue, j));
-      }
-    }
+    for_each_covered(addr, depth, revert);
   } else {
     std::atomic<uint32_t>& t = tbl24_[addr >> 8];
     const uint32_t g = t.load(std::memory_order_relaxed) & kMaxValue;  // a group: a /25+ is in it

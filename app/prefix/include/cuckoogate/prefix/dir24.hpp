@@ -161,6 +161,10 @@ class Dir24 {
   bool alloc_group(uint32_t* g) noexcept;
   void retire_group(uint32_t g) noexcept;
   uint32_t cover(uint32_t addr, unsigned depth) const noexcept;  // longest rule shorter than depth
+  // Calls fn on every entry a prefix of at most /24 covers: its tbl24
+  // entries, or all 256 entries of the group one of them points to.
+  template <typename Fn>
+  void for_each_covered(uint32_t addr, unsigned depth, Fn&& fn) const noexcept;
   void count_length(unsigned depth, int delta) noexcept;
 
   Options opts_;
