@@ -15,15 +15,8 @@ BUILD=${1:-build}
 SHAPE=${2:-24}
 shift 2 || true
 [ $# -gt 0 ] || set -- 20000 80000 1100000
-BIN=$(cd "$BUILD/app" && pwd)
-D=$(mktemp -d "/var/tmp/cg_cidr_load_XXXXXX")
-PREFIX=cg-cidr-load-$$
-GW_PID=
-cleanup() {
-  [ -n "$GW_PID" ] && kill -KILL "$GW_PID" 2>/dev/null || true
-  rm -rf "$D" "/var/run/dpdk/$PREFIX"
-}
-trap cleanup EXIT
+# shellcheck source=bench/gateway_lib.sh
+source "$(dirname "$(readlink -f "$0")")/gateway_lib.sh"
 
 for n in "$@"; do
   python3 - "$n" "$SHAPE" > "$D/feed" <<'PY'
@@ -47,14 +40,7 @@ else:
 PY
   rm -rf "$D/state" "$D/gw.sock"
   printf '[gateway]\ncapacity = %d\n' "$((n + n / 100 + 1000))" > "$D/gw.toml"
-  "$BIN/cuckoogate" run --config "$D/gw.toml" --ctl "$D/gw.sock" --state-dir "$D/state" \
-    -- --no-huge --no-pci --no-shconf -m 1024 --vdev=net_null0 --vdev=net_null1 --file-prefix="$PREFIX" \
-    --log-level=lib.eal:error > "$D/gw.out" 2>&1 &
-  GW_PID=$!
-  until "$BIN/cuckoogatectl" -s "$D/gw.sock" info > /dev/null 2>&1; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$D/gw.out"; exit 1; }
-    sleep 0.1
-  done
+  start_gateway 1024 net_null0 net_null1
   t0=$(date +%s.%N)
   "$BIN/cuckoogatectl" -s "$D/gw.sock" load --format cidr --as src "$D/feed" > "$D/load.out"
   t1=$(date +%s.%N)
@@ -67,8 +53,5 @@ PY
   flush=$(echo "$t3 - $t2" | bc)
   echo "N=$n shape=$SHAPE: rules=$rules load ${load}s ($(echo "$n / $load" | bc) rules/s)," \
     "flush ${flush}s, memory.prefixes $mem B"
-  kill -TERM "$GW_PID"
-  wait "$GW_PID" 2>/dev/null || true
-  GW_PID=
-  rm -rf "/var/run/dpdk/$PREFIX"
+  stop_gateway
 done

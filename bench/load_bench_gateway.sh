@@ -36,14 +36,7 @@ rates=() perrule=() cpus=()
 for r in $(seq "$RUNS"); do
   rm -rf "$D/state" "$D/gw.sock"
   printf '[gateway]\ncapacity = %d\n' "$CAP" > "$D/gw.toml"
-  "$BIN/cuckoogate" run --config "$D/gw.toml" --ctl "$D/gw.sock" --state-dir "$D/state" \
-    -- --no-huge --no-pci --no-shconf -m "$MEM" --vdev=net_null0 --vdev=net_null1 --file-prefix="$PREFIX" \
-    --log-level=lib.eal:error > "$D/gw.out" 2>&1 &
-  GW_PID=$!
-  until "$BIN/cuckoogatectl" -s "$D/gw.sock" info > /dev/null 2>&1; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$D/gw.out"; exit 1; }
-    sleep 0.1
-  done
+  start_gateway "$MEM" net_null0 net_null1
   sleep 0.5
   before=$(rss_kib "$GW_PID")
   c0=$(ctl_ticks "$GW_PID")
@@ -74,10 +67,7 @@ for r in $(seq "$RUNS"); do
   cpus+=("$(echo "$RULES / $cpu" | bc)")
   "$BIN/cuckoogatectl" -s "$D/gw.sock" info | grep -E '^(rules|memory\.)' | sed "s/^/run $r:   /" || true
   rates+=("$rate") perrule+=("$per")
-  kill -TERM "$GW_PID"
-  wait "$GW_PID" 2>/dev/null || true
-  GW_PID=
-  rm -rf "/var/run/dpdk/$PREFIX"
+  stop_gateway
 done
 echo "median: $(printf '%s\n' "${rates[@]}" | median) rules/s, $(printf '%s\n' "${cpus[@]}" | median) rules per" \
   "control-thread CPU s, $(printf '%s\n' "${perrule[@]}" | median) B/rule" \

@@ -22,22 +22,8 @@ PARTS=${5:-5}
 source "$(dirname "$(readlink -f "$0")")/gateway_rules_lib.sh"
 printf '[gateway]\ncapacity = %d\n' "$((RULES + RULES / 100 + 1000))" > "$D/gw.toml"
 
-start() {
-  "$BIN/cuckoogate" run --config "$D/gw.toml" --ctl "$D/gw.sock" --state-dir "$D/state" \
-    -- --no-huge --no-pci --no-shconf -m "$MEM" --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1 \
-    --file-prefix="$PREFIX" --log-level=lib.eal:error > "$D/gw.out" 2>&1 &
-  GW_PID=$!
-  until "$BIN/cuckoogatectl" -s "$D/gw.sock" info > /dev/null 2>&1; do
-    kill -0 "$GW_PID" 2>/dev/null || { cat "$D/gw.out"; exit 1; }
-    sleep 0.05
-  done
-}
-stop() {
-  kill -TERM "$GW_PID"
-  wait "$GW_PID" 2>/dev/null || true
-  GW_PID=
-  rm -rf "/var/run/dpdk/$PREFIX"
-}
+start() { start_gateway "$MEM" net_null0,no-rx=1 net_null1,no-rx=1; }
+stop() { stop_gateway; }
 
 start
 for f in "$D"/part.*; do "$BIN/cuckoogatectl" -s "$D/gw.sock" load "$f" > /dev/null; done
