@@ -153,6 +153,58 @@ TEST(Classify, TunnelsGiveInnerKeysAndOuterAddresses) {
   EXPECT_TRUE(gre1.matches("src 192.0.2.1"));
 }
 
+// A tunnel whose inner packet is junk or cut short still gives the outermost
+// addresses (flagged malformed): wrapping junk in GRE or IP-in-IP must not
+// get a packet past a rule on a tunnel endpoint.
+TEST(Classify, ATunnelWithAMalformedInnerPacketKeepsItsOuterAddresses) {
+  auto cat = [](Bytes a, const Bytes& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const Bytes junk(24, 0xee);                                  // version nibble 14
+  const Bytes cut4 = {0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6};      // 10 bytes of an IPv4 header
+  const Bytes cut6 = {0x60, 0, 0, 0, 0, 8, 17, 64};            // 8 bytes of an IPv6 header
+  struct Case {
+    const char* what;
+    Bytes frame;
+    const char* src;
+    const char* dst;
+  };
+  const Case cases[] = {
+      {"gre junk", Packet().ipv4("192.0.2.1", "192.0.2.44").proto(47).payload(cat({0, 0, 0x08, 0x00}, junk)).frame(),
+       "192.0.2.1", "192.0.2.44"},
+      {"gre cut ipv4", Packet().ipv4("192.0.2.1", "192.0.2.44").proto(47).payload(cat({0, 0, 0x08, 0x00}, cut4)).frame(),
+       "192.0.2.1", "192.0.2.44"},
+      {"ipip junk", Packet().ipv4("192.0.2.1", "192.0.2.44").proto(4).payload(junk).frame(), "192.0.2.1",
+       "192.0.2.44"},
+      {"ipip cut", Packet().ipv4("192.0.2.1", "192.0.2.44").proto(4).payload(cut4).frame(), "192.0.2.1",
+       "192.0.2.44"},
+      {"6in4 junk", Packet().ipv4("192.0.2.1", "192.0.2.44").proto(41).payload(junk).frame(), "192.0.2.1",
+       "192.0.2.44"},
+      {"6in6 cut", Packet().ipv6("2001:db8:1::1", "2001:db8:2::44").proto(41).payload(cut6).frame(),
+       "2001:db8:1::1", "2001:db8:2::44"},
+      {"gre6 junk",
+       Packet().ipv6("2001:db8:1::1", "2001:db8:2::44").proto(47).payload(cat({0, 0, 0x86, 0xdd}, junk)).frame(),
+       "2001:db8:1::1", "2001:db8:2::44"},
+  };
+  for (const Case& c : cases) {
+    const auto k = classify_frame(c.frame);
+    EXPECT_TRUE(k.malformed()) << c.what;
+    EXPECT_TRUE(k.matches(std::string("src ") + c.src)) << c.what;
+    EXPECT_TRUE(k.matches(std::string("dst ") + c.dst)) << c.what;
+    EXPECT_TRUE(k.matches(std::string("ip ") + c.src)) << c.what;
+    EXPECT_TRUE(k.matches(std::string("ip ") + c.dst)) << c.what;
+    EXPECT_EQ(k.count(RuleKind::kFlow), 0u) << c.what;  // nothing of the inner packet
+  }
+  // Nested: a valid IP-in-IP inside GRE whose innermost packet is junk keeps
+  // the outermost addresses (not the middle ones alone).
+  const Bytes mid = Packet().ipv4("198.51.100.1", "198.51.100.2").proto(4).payload(junk).frame();
+  const auto nested = classify_frame(
+      Packet().ipv4("192.0.2.1", "192.0.2.44").proto(47).payload(cat({0, 0, 0x08, 0x00}, Bytes(mid.begin() + 14, mid.end()))).frame());
+  EXPECT_TRUE(nested.malformed());
+  EXPECT_TRUE(nested.matches("dst 192.0.2.44"));
+}
+
 // Issue 11, item 5: tag stacks of any depth and TPID 0x9100, MPLS label
 // stacks and PPPoE sessions all reach the IP packet inside.
 TEST(Classify, VlanStacksMplsAndPppoeReachTheIpPacket) {

@@ -542,14 +542,17 @@ void classify_meta(const uint8_t* frame, const PacketMeta& m, PacketKeys& out, c
   out.url_too_long = false;
   out.non_first_fragment = m.non_first_fragment;
   Emitter em(out);
+  // The outermost IP header's addresses are keys too, also when the
+  // packet inside the tunnel is malformed (no inner addresses): a blocked
+  // tunnel endpoint is not reached by wrapping junk.
+  if (m.tunneled) {
+    const uint8_t* osrc = frame + m.outer_addr_off;
+    addresses(m.outer_family, osrc, osrc + (m.outer_family == 4 ? 4 : 16), em);
+  }
   if (m.family != 0) {
     const uint8_t* src = frame + m.addr_off;
     const uint8_t* dst = src + m.addr_len();
     addresses(m.family, src, dst, em);
-    if (m.tunneled) {  // the outermost IP header's addresses are keys too
-      const uint8_t* osrc = frame + m.outer_addr_off;
-      addresses(m.outer_family, osrc, osrc + (m.outer_family == 4 ? 4 : 16), em);
-    }
     if (m.l4) {
       em.commit(RuleKind::kFlow, detail::encode_flow_key(em.cursor(), m.family, m.proto, src, m.sport,
                                                          dst, m.dport));
