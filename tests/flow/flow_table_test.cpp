@@ -46,8 +46,9 @@ struct FlowTableTestAccess {
   static uint64_t buckets(const FlowTable& t) { return t.mask_ + 1; }
   // Slot index of an entry within its bucket.
   static unsigned slot_of(const FlowTable& t, const FlowEntry* e) {
-    const auto off = reinterpret_cast<const unsigned char*>(e) - reinterpret_cast<const unsigned char*>(t.buckets_);
-    return static_cast<unsigned>((static_cast<std::size_t>(off) % sizeof(FlowTable::Bucket)) / sizeof(FlowEntry) - 1);
+    unsigned slot;
+    (void)t.bucket_of(*e, &slot);
+    return slot;
   }
   // Every slot's copy of its header state in its entry matches the header
   // (but for the pin bit), and a free slot's copy says free. Returns the
@@ -57,7 +58,7 @@ struct FlowTableTestAccess {
     for (uint64_t k = 0; k <= t.mask_; ++k) {
       const FlowTable::Bucket& b = t.buckets_[k];
       for (unsigned i = 0; i < FlowTable::kWays; ++i) {
-        const SlotState& c = b.entry[i].slot;
+        const SlotState& c = t.entry(b, i).slot;
         const bool free_ok = (b.sig[i] == 0) == (c.state == 0) && (b.sig[i] == 0) == (b.state[i] == 0);
         const bool same = b.sig[i] == 0 || (c.stamp == b.stamp[i] && c.state == b.state[i] &&
                                             c.bits == (b.bits[i] & ~detail::kPinned));

@@ -1,26 +1,31 @@
-// The flow table. Layout: an array of power-of-two many buckets, each one
-// 64-byte header line, kWays 64-byte entries and one line of cold state:
+// The flow table. Layout: power-of-two many buckets of kWays slots, in
+// three arrays: the buckets' 64-byte header lines, then every slot's 64-byte
+// entry, then every slot's 8 bytes of cold state (slot i of bucket k is
+// entry k * kWays + i in both):
 //
 //   header: sig[8] (16-bit hash signatures, 0 = empty slot)  16 bytes
 //           stamp[8] (32-bit last-seen, in stamp units)       32 bytes
 //           state[8] (FlowState)                               8 bytes
 //           bits[8]  (initiator side, replied, FIN per
 //                     direction, pinned)                       8 bytes
-//   entry[8]: FlowEntry, 64 bytes each; its last 8 bytes copy the
-//             slot's stamp, state and bits (SlotState)
-//   cold[8]:  FlowCold, 8 bytes each
+//   entry:  FlowEntry, 64 bytes; its last 8 bytes copy the slot's stamp,
+//           state and bits (SlotState)
+//   cold:   FlowCold, 8 bytes
 //
 // A lookup reads the header line, compares the signatures with one SIMD
 // compare, and reads only the entries whose signature matches (almost always
 // just the right one): two cache lines per packet. The steady lane
-// (track_steady) first tries the home slot's entry alone: one line. Expiry
-// and eviction look at the header only. The bucket is chosen by the hash's
-// low bits and the signature is its top 16 bits, so the two are independent.
+// (track_steady) first tries the home slot's entry alone: one line. A lookup
+// that finds no entry (a new flow, a bare SYN) reads the header alone, a
+// line of the dense header array (1/10 of the table: 1 MiB for 131 072
+// entries), not one line in every 640 bytes of it. Expiry and eviction look
+// at the headers only. The bucket is chosen by the hash's low bits and the
+// signature is its top 16 bits, so the two are independent.
 //
 // Invariant: every write of a slot's header stamp, state or bits goes
-// through Bucket::set() or touch(), which write the entry's copy too,
-// so entry[i].slot equals the header's slot i (but for kPinned), and
-// entry[i].slot.state is kNone exactly when sig[i] is 0.
+// through set() or touch(), which write the entry's copy too, so the
+// entry's slot copy equals the header's slot i (but for kPinned), and its
+// state is kNone exactly when sig[i] is 0.
 #include "cuckoogate/flow/flow_table.hpp"
 
 #include <array>
@@ -92,8 +97,8 @@ inline void add(std::atomic<uint64_t>& c, uint64_t d = 1) noexcept {
 
 FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator& alloc,
                                  const char** error) noexcept {
-  static_assert(sizeof(Bucket) == 64 * (2 + kWays), "a header line, one line per entry, a cold line");
-  static_assert(offsetof(Bucket, entry) == 64 && offsetof(Bucket, cold) == 64 * (1 + kWays));
+  static_assert(sizeof(Bucket) == 64 && sizeof(FlowEntry) == 64 && sizeof(FlowCold) * kWays == 64,
+                "a header line, a line per entry, a line of cold state per bucket");
   auto fail = [error](const char* why) {
     if (error != nullptr) *error = why;
     return Ptr();
@@ -127,7 +132,8 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   uint64_t buckets = 1;
   while (buckets * kWays < cfg.capacity) buckets <<= 1;
   const std::size_t head = (sizeof(FlowTable) + 63) / 64 * 64;
-  const std::size_t bytes = head + static_cast<std::size_t>(buckets) * sizeof(Bucket);
+  constexpr std::size_t kBucketBytes = sizeof(Bucket) + kWays * (sizeof(FlowEntry) + sizeof(FlowCold));
+  const std::size_t bytes = head + static_cast<std::size_t>(buckets) * kBucketBytes;
 
   FlowAllocator a = alloc;
   if (a.allocate == nullptr) {
@@ -141,7 +147,10 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   std::memset(mem, 0, bytes);
 
   FlowTable* t = new (mem) FlowTable();
-  t->buckets_ = reinterpret_cast<Bucket*>(static_cast<unsigned char*>(mem) + head);
+  unsigned char* const base = static_cast<unsigned char*>(mem) + head;
+  t->buckets_ = reinterpret_cast<Bucket*>(base);
+  t->entries_ = reinterpret_cast<FlowEntry*>(base + buckets * sizeof(Bucket));
+  t->colds_ = reinterpret_cast<FlowCold*>(base + buckets * (sizeof(Bucket) + kWays * sizeof(FlowEntry)));
   t->mask_ = buckets - 1;
   t->seed_ = cfg.seed;
   t->shift_ = shift;
@@ -168,7 +177,7 @@ CG_FLOW_INLINE bool FlowTable::expired(const Bucket& b, unsigned i, uint32_t t) 
 // track_steady() never takes a freed slot's stale key for a live flow.
 void FlowTable::clear_slot(Bucket& b, unsigned i) noexcept {
   b.sig[i] = 0;
-  b.set(i, 0, 0, 0);
+  set(b, i, 0, 0, 0);
 }
 
 // A slot for a new entry in a bucket without a free one: reclaims every
@@ -207,14 +216,14 @@ int FlowTable::make_room(Bucket& b, uint32_t t) noexcept {
 // Writes a fresh entry for `key` into the empty slot i.
 void FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side,
                      uint8_t tcp_flags, uint32_t t, uint8_t pin, FlowResult& r) noexcept {
-  FlowEntry& e = b.entry[i];
+  FlowEntry& e = entry(b, i);
   e = FlowEntry{};
   e.key = key;
-  b.cold[i] = FlowCold{};
+  cold_of(b, i) = FlowCold{};
   uint8_t bits = static_cast<uint8_t>((side == Side::kB ? kInitB : 0) | pin);
   const FlowState s = initial_state(key.proto, tcp_flags, bits);
   b.sig[i] = sig;
-  b.set(i, t, static_cast<uint8_t>(s), bits);
+  set(b, i, t, static_cast<uint8_t>(s), bits);
   add(CG_FLOW_COUNTER(created));
   add(CG_FLOW_COUNTER(active));
   r = {&e, Dir::kForward, s, true, false};
@@ -254,9 +263,9 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
         return;
       }
     }
-    b.set(i, t, static_cast<uint8_t>(s), static_cast<uint8_t>(bits | pin));
+    set(b, i, t, static_cast<uint8_t>(s), static_cast<uint8_t>(bits | pin));
     add(CG_FLOW_COUNTER(hits));
-    r = {&b.entry[i], d, s, false, (bits & kReplied) != 0};
+    r = {&entry(b, i), d, s, false, (bits & kReplied) != 0};
     return;
   }
   add(CG_FLOW_COUNTER(misses));
@@ -286,7 +295,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
   }
   fill(b, static_cast<unsigned>(slot), key, sig, init, tcp_flags, t, pin, r);
   if (init != side) {  // created by the responder's SYN-ACK: the handshake is answered
-    b.set(static_cast<unsigned>(slot), t, static_cast<uint8_t>(FlowState::kTcpEstablished),
+    set(b, static_cast<unsigned>(slot), t, static_cast<uint8_t>(FlowState::kTcpEstablished),
           static_cast<uint8_t>(b.bits[slot] | kReplied));
     r.dir = Dir::kReverse;
     r.state = FlowState::kTcpEstablished;
@@ -355,7 +364,7 @@ FlowResult FlowTable::find(const FlowKey& key, Side side, uint64_t now) noexcept
   if (found < 0 || expired(b, static_cast<unsigned>(found), units(now))) return {};
   const uint8_t bits = b.bits[found];
   const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
-  return {&b.entry[found], d, static_cast<FlowState>(b.state[found]), false,
+  return {&entry(b, static_cast<unsigned>(found)), d, static_cast<FlowState>(b.state[found]), false,
           (bits & kReplied) != 0};
 }
 

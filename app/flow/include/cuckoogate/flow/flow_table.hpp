@@ -418,13 +418,22 @@ class alignas(64) FlowTable {
   [[gnu::always_inline]] inline int find_slot(const Bucket& b, const K& key, uint64_t h) const noexcept;
   // The bucket of an entry of this table, and its slot in *slot.
   inline Bucket& bucket_of(const FlowEntry& e, unsigned* slot) const noexcept;
+  // Slot i of bucket b: its entry and cold state (found from b's index).
+  inline FlowEntry& entry(const Bucket& b, unsigned i) const noexcept;
+  inline FlowCold& cold_of(const Bucket& b, unsigned i) const noexcept;
+  // Slot i's stamp, state and bits, in the header and in its entry's copy.
+  inline void set(Bucket& b, unsigned i, uint32_t t, uint8_t s, uint8_t bits) const noexcept;
+  // Only slot i's stamp, in both places.
+  inline void touch(Bucket& b, unsigned i, uint32_t t) const noexcept;
   void resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, uint32_t t, FlowResult* out) noexcept;
   void unpin(const FlowResult* out, uint32_t n) noexcept;
   template <class K>
   [[gnu::always_inline]] inline FlowEntry* steady(const K& key, uint8_t proto, uint64_t h, Side side,
                                                   uint8_t tcp_flags, uint64_t now, Dir* dir) noexcept;
 
-  Bucket* buckets_ = nullptr;
+  Bucket* buckets_ = nullptr;     // mask_ + 1 header lines
+  FlowEntry* entries_ = nullptr;  // kWays per bucket, in bucket order
+  FlowCold* colds_ = nullptr;     // as entries_
   uint64_t mask_ = 0;  // buckets - 1
   uint64_t seed_ = 0;
   unsigned shift_ = 0;   // stamp = now >> shift_
@@ -437,31 +446,40 @@ class alignas(64) FlowTable {
   alignas(64) std::atomic<uint64_t> counters_[kCounters] = {};
 };
 
+// A bucket's header line. Its slots' entries and cold state are in arrays of
+// their own (entry(b, i), cold_of(b, i)), so that the headers are one dense
+// array: a lookup that ends at the header (a bare SYN, a new flow) reads a
+// line of an array 1/10 of the table's size (docs/dataplane.md, "Layout").
 struct alignas(64) FlowTable::Bucket {
   uint16_t sig[kWays];
   uint32_t stamp[kWays];
   uint8_t state[kWays];
   uint8_t bits[kWays];
-  FlowEntry entry[kWays];
-  FlowCold cold[kWays];
-
-  // Slot i's stamp, state and bits, in the header and in its entry's copy.
-  void set(unsigned i, uint32_t t, uint8_t s, uint8_t b) noexcept {
-    stamp[i] = t;
-    state[i] = s;
-    bits[i] = b;
-    entry[i].slot = {t, s, static_cast<uint8_t>(b & ~detail::kPinned)};
-  }
-  // Only slot i's stamp, in both places.
-  void touch(unsigned i, uint32_t t) noexcept {
-    stamp[i] = t;
-    entry[i].slot.stamp = t;
-  }
 };
+
+FlowEntry& FlowTable::entry(const Bucket& b, unsigned i) const noexcept {
+  return entries_[(static_cast<std::size_t>(&b - buckets_) * kWays) | i];
+}
+
+FlowCold& FlowTable::cold_of(const Bucket& b, unsigned i) const noexcept {
+  return colds_[(static_cast<std::size_t>(&b - buckets_) * kWays) | i];
+}
+
+void FlowTable::set(Bucket& b, unsigned i, uint32_t t, uint8_t s, uint8_t bits) const noexcept {
+  b.stamp[i] = t;
+  b.state[i] = s;
+  b.bits[i] = bits;
+  entry(b, i).slot = {t, s, static_cast<uint8_t>(bits & ~detail::kPinned)};
+}
+
+void FlowTable::touch(Bucket& b, unsigned i, uint32_t t) const noexcept {
+  b.stamp[i] = t;
+  entry(b, i).slot.stamp = t;
+}
 static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
 void FlowTable::prefetch(uint64_t hash) const noexcept {
-  __builtin_prefetch(&buckets_[hash & mask_].entry[detail::home_slot(hash)], 1, 3);
+  __builtin_prefetch(&entries_[((hash & mask_) * kWays) | detail::home_slot(hash)], 1, 3);
 }
 
 void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefetch(&buckets_[hash & mask_], 1, 3); }
@@ -469,20 +487,19 @@ void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefet
 void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
   const Bucket& b = buckets_[hash & mask_];
   const uint32_t m = detail::match(b.sig, detail::signature(hash));
-  if (m != 0) __builtin_prefetch(&b.entry[detail::first_slot(m)], 1, 3);
+  if (m != 0) __builtin_prefetch(&entry(b, detail::first_slot(m)), 1, 3);
 }
 
 FlowTable::Bucket& FlowTable::bucket_of(const FlowEntry& e, unsigned* slot) const noexcept {
-  const auto off = static_cast<std::size_t>(reinterpret_cast<const unsigned char*>(&e) -
-                                            reinterpret_cast<const unsigned char*>(buckets_));
-  *slot = static_cast<unsigned>((off % sizeof(Bucket)) / sizeof(FlowEntry) - 1);
-  return buckets_[off / sizeof(Bucket)];
+  const auto k = static_cast<std::size_t>(&e - entries_);
+  *slot = static_cast<unsigned>(k % kWays);
+  return buckets_[k / kWays];
 }
 
 FlowCold& FlowTable::cold(const FlowEntry& e) const noexcept {
   unsigned i;
   Bucket& b = bucket_of(e, &i);
-  return b.cold[i];
+  return cold_of(b, i);
 }
 
 template <class K>
@@ -490,7 +507,7 @@ int FlowTable::find_slot(const Bucket& b, const K& key, uint64_t h) const noexce
   using namespace detail;
   for (uint32_t m = match(b.sig, signature(h)); m != 0; m &= m - 1) {
     const unsigned i = first_slot(m);
-    if (key_equal(b.entry[i].key, key)) return static_cast<int>(i);  // else another flow with that signature: rare
+    if (key_equal(entry(b, i).key, key)) return static_cast<int>(i);  // else another flow with that signature: rare
   }
   return -1;
 }
@@ -506,26 +523,27 @@ FlowEntry* FlowTable::steady(const K& key, uint8_t proto, uint64_t h, Side side,
   // found in its entry's line alone, which prefetch() loaded: the header
   // is read only for a flow elsewhere in the bucket. A free slot's entry has
   // state kNone, whatever key it last held.
-  if (b.entry[i].slot.state == 0 || !key_equal(b.entry[i].key, key)) {
+  FlowEntry* const home = &entry(b, i);  // computed from the index: the header is not read
+  if (home->slot.state == 0 || !key_equal(home->key, key)) {
     const int found = find_slot(b, key, h);
     if (found < 0) return nullptr;
     i = static_cast<unsigned>(found);
   }
-  FlowEntry& e = b.entry[i];
+  FlowEntry& e = entry(b, i);
   const SlotState cur = e.slot;
   const uint32_t t = units(now);
   // Checked and written once per stamp unit (up to 1 ms) of each flow: its
   // other packets in that unit find it alive and leave the header alone.
   if (cur.stamp != t) {
     if (age(cur.stamp, t) > timeout_[timeout_index(cur.state, cur.bits)]) return nullptr;  // expired: track() renews it
-    b.touch(i, t);
+    touch(b, i, t);
   }
   const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (cur.bits & kInitB));
   if (d == Dir::kReverse && ((cur.bits & kReplied) == 0 || cur.state == static_cast<uint8_t>(FlowState::kTcpNew))) {
     const uint8_t s = cur.state == static_cast<uint8_t>(FlowState::kTcpNew)
                           ? static_cast<uint8_t>(FlowState::kTcpEstablished) : cur.state;
     assert((b.bits[i] & kPinned) == 0);  // no pins outside track_burst: set() would drop one
-    b.set(i, t, s, static_cast<uint8_t>(cur.bits | kReplied));
+    set(b, i, t, s, static_cast<uint8_t>(cur.bits | kReplied));
   }
   *dir = d;
   return &e;
