@@ -90,7 +90,7 @@ struct StatsSnapshot {
            reasm_conflicts = 0, quic_initials = 0, quic_completed = 0, quic_failed = 0, quic_blocked = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
-           flows_syn_deferred = 0;
+           flows_syn_deferred = 0, flows_reopened_in_burst = 0;
 
   void add(const WorkerStats& w) noexcept {
     auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };

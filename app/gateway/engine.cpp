@@ -43,6 +43,7 @@ void add_flow_stats(StatsSnapshot& s, const flow::FlowStats& f) {
   s.flows_evicted += f.evicted;
   s.flows_expired += f.expired;
   s.flows_syn_deferred += f.syn_deferred;
+  s.flows_reopened_in_burst += f.reopened_in_burst;
 }
 
 void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot& s) {
@@ -66,6 +67,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "flows.evicted", s.flows_evicted);
   line(out, p + "flows.expired", s.flows_expired);
   line(out, p + "flows.syn_deferred", s.flows_syn_deferred);
+  line(out, p + "flows.reopened_in_burst", s.flows_reopened_in_burst);
   line(out, p + "flows.untracked", s.untracked);
   line(out, p + "cache.hits", s.cache_hits);
   line(out, p + "cache.misses", s.cache_misses);
@@ -117,6 +119,7 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "flows_evicted", s.flows_evicted);
   rte_tel_data_add_dict_u64(d, "flows_expired", s.flows_expired);
   rte_tel_data_add_dict_u64(d, "flows_syn_deferred", s.flows_syn_deferred);
+  rte_tel_data_add_dict_u64(d, "flows_reopened_in_burst", s.flows_reopened_in_burst);
   rte_tel_data_add_dict_u64(d, "flows_untracked", s.untracked);
   rte_tel_data_add_dict_u64(d, "cache_hits", s.cache_hits);
   rte_tel_data_add_dict_u64(d, "cache_misses", s.cache_misses);

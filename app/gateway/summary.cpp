@@ -59,7 +59,7 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
       {"tx_failed", s.tx_failed},
       {"flows", {{"active", s.flows_active}, {"created", s.flows_created}, {"evicted", s.flows_evicted},
                  {"expired", s.flows_expired}, {"syn_deferred", s.flows_syn_deferred},
-                 {"untracked", s.untracked}}},
+                 {"reopened_in_burst", s.flows_reopened_in_burst}, {"untracked", s.untracked}}},
       {"cache", {{"hits", s.cache_hits}, {"misses", s.cache_misses}}},
       {"flow_drops", s.flow_drops},
       {"reassembly", {{"started", s.reasm_started}, {"completed", s.reasm_completed},

@@ -79,6 +79,27 @@ TEST_F(Flows, ABlockedTlsFlowIsDroppedBothWaysFromTheClientHelloOn) {
   EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
 }
 
+// A client that sends its ClientHello, a RST and a new SYN on the same ports
+// back to back (one burst): the SYN reopens the flow, but the ClientHello is
+// still judged with the old connection's entry and stream, so it is dropped
+// and counted, and so is the RST of the blocked flow. The SYN starts a new
+// connection, judged afresh. (The entry used to be rewritten under the
+// ClientHello, which then passed uncounted.)
+TEST_F(Flows, ABlockedClientHelloStaysBlockedWhenItsConnectionIsReopenedInTheSameBurst) {
+  const Conn k;
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const Bytes rst = k.c2s(0x04, 101 + 400, 0).frame();
+  const Bytes syn2 = k.c2s(0x02, 7000, 0).frame();
+  for (const char* action : {"drop", "reject"}) {
+    SCOPED_TRACE(action);
+    const auto s = replay(cat(k.handshake(), {hello, rst, syn2}), "host blocked.example\n",
+                          {"--action", action});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello, rst}));
+    EXPECT_EQ(s["dropped_by_kind"]["host"], 2);
+    EXPECT_EQ(s["flows"]["reopened_in_burst"], 1);
+  }
+}
+
 TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
   std::vector<Bytes> in = {Packet().ipv4("10.8.0.1", "10.9.0.2").tcp(40000, 80, 0x02).seq_ack(99, 0).frame(),
                            Packet().ipv4("10.9.0.2", "10.8.0.1").tcp(80, 40000, 0x12).seq_ack(499, 100).frame()};

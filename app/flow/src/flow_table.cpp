@@ -238,7 +238,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
                                             FlowResult& r) noexcept {
   Bucket& b = buckets_[h & mask_];
   const uint16_t sig = signature(h);
-  const int found = find_slot(b, key, h);
+  int found = find_slot(b, key, h);
   if (found >= 0) {
     const auto i = static_cast<unsigned>(found);
     if (expired(b, i, t)) {  // a stale entry of the same flow: start afresh in its slot
@@ -255,18 +255,32 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
     auto s = static_cast<FlowState>(b.state[i]);
     if (key.proto == kProtoTcp) {
       s = tcp_next(s, bits, d, tcp_flags);
-      if (s == FlowState::kNone) {  // SYN on a closing/closed flow: a new connection
+      if (s == FlowState::kNone && (bits & kPinned) == 0) {  // SYN on a closing/closed flow: a new connection
         add(CG_FLOW_COUNTER(hits));
         add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
         clear_slot(b, i);
         fill(b, i, key, sig, side, tcp_flags, t, pin, r);
         return;
       }
+      if (s == FlowState::kNone) {
+        // The same, but an earlier packet of this burst holds the old
+        // connection's entry (a ClientHello, a RST, a new SYN back to
+        // back) and is judged with it: rewriting the entry under it would
+        // lose its verdict and its stream. The old entry stays as it is
+        // until the burst's lookups are done, unreachable (a signature no
+        // key has) and pinned; unpin() frees it. The new connection starts
+        // as a new flow does, in another slot.
+        b.sig[i] = kRetiredSig;
+        add(CG_FLOW_COUNTER(reopened_in_burst));
+        found = -1;
+      }
     }
-    set(b, i, t, static_cast<uint8_t>(s), static_cast<uint8_t>(bits | pin));
-    add(CG_FLOW_COUNTER(hits));
-    r = {&entry(b, i), d, s, false, (bits & kReplied) != 0};
-    return;
+    if (found >= 0) {
+      set(b, i, t, static_cast<uint8_t>(s), static_cast<uint8_t>(bits | pin));
+      add(CG_FLOW_COUNTER(hits));
+      r = {&entry(b, i), d, s, false, (bits & kReplied) != 0};
+      return;
+    }
   }
   add(CG_FLOW_COUNTER(misses));
   Side init = side;
@@ -322,12 +336,19 @@ void FlowTable::resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, u
   }
 }
 
-// Unpins the entries of a burst (kPinned is in the header only).
+// Unpins the entries of a burst (kPinned is in the header only), and frees
+// those a SYN retired (track_hashed): the caller may still read and write
+// them until its next call, which is the first that may reuse their slots.
 void FlowTable::unpin(const FlowResult* out, uint32_t n) noexcept {
   for (uint32_t j = 0; j < n; ++j) {
     if (out[j].entry == nullptr) continue;
     unsigned slot;
     Bucket& b = bucket_of(*out[j].entry, &slot);
+    if (b.sig[slot] == kRetiredSig) {
+      clear_slot(b, slot);  // unpins it too
+      add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+      continue;
+    }
     b.bits[slot] = static_cast<uint8_t>(b.bits[slot] & ~kPinned);
   }
 }

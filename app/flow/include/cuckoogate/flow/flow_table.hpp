@@ -209,6 +209,8 @@ struct FlowStats {
   uint64_t misses = 0;           // track(): no live entry (created or insert_failed)
   uint64_t insert_failed = 0;    // track_burst(): every slot of the bucket pinned
   uint64_t syn_deferred = 0;     // bare SYNs that created no entry (track_bare_syn off)
+  uint64_t reopened_in_burst = 0;  // SYNs reopening a flow an earlier packet of their
+                                   // track_burst() call holds (its entry retired, not rewritten)
 };
 
 // The table's per-slot encoding and key helpers, inline for the fast path
@@ -228,9 +230,12 @@ inline unsigned timeout_index(uint8_t state, uint8_t bits) noexcept {
   return state | ((bits & kReplied) != 0 ? 8u : 0u);
 }
 
+// 0 marks an empty slot, kRetiredSig an entry retired for the rest of a
+// track_burst() call: no key has either.
+constexpr uint16_t kRetiredSig = 1;
 inline uint16_t signature(uint64_t h) noexcept {
   const auto s = static_cast<uint16_t>(h >> 48);
-  return static_cast<uint16_t>(s | (s == 0));  // 0 marks an empty slot
+  return static_cast<uint16_t>(s < 2 ? s + 2 : s);
 }
 
 // Bit 2*i is set for every slot i whose signature equals `sig`.
