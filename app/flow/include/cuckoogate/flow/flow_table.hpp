@@ -330,8 +330,11 @@ class alignas(64) FlowTable {
 
   // track() for n packets in order, hashing and prefetching ahead. Every
   // entry returned is pinned until the call returns: a later packet of the
-  // same call never evicts it, so the results differ from n track() calls
-  // only when such a call would have evicted an entry returned earlier. A
+  // same call never evicts or rewrites it, so the results differ from n
+  // track() calls only when such a call would have evicted an entry returned
+  // earlier, or when a SYN reopens a flow whose entry an earlier packet of
+  // the call holds (that entry is retired, freed when the call returns, and
+  // the SYN starts the new connection elsewhere: reopened_in_burst). A
   // packet whose bucket has all kWays slots pinned gets entry == nullptr
   // (insert_failed); judge it without flow state.
   void track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now, FlowResult* out) noexcept;
