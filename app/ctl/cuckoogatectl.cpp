@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "control/request.hpp"
 #include "cuckoogate/feeds/feed.hpp"
 
 namespace {
@@ -213,6 +214,22 @@ void refuse_line_breaks(const std::vector<std::string>& args) {
     die(std::string("argument '") + shown + (a[bad] == '\n' ? "\\n" : "\\r") +
         "...' holds a line break: one argument is one rule, nothing was sent");
   }
+}
+
+// Values that become one word of a request (a flush scope, list's KIND and
+// PREFIX) must be one word, and a set name one the gateway accepts: a blank
+// inside would add words of its own (--set "ads replace" turned a load into a
+// replace of the set, --set "x ttl=5" gave rules an expiry).
+void refuse_blanks(const std::vector<std::string>& words) {
+  for (const auto& w : words) {
+    if (w.find_first_of(" \t\v\f") == std::string::npos) continue;
+    die("argument '" + w.substr(0, 60) + "' holds a blank: it must be one word, nothing was sent");
+  }
+}
+void refuse_bad_set_name(const CLI::Option* opt, const std::string& name) {
+  if (opt->count() == 0 || cg::valid_set_name(name)) return;
+  die("bad set name '" + name.substr(0, cg::kMaxSetName) + "': expected 1 to " + std::to_string(cg::kMaxSetName) +
+      " of a-z, 0-9, '_', '-'; nothing was sent");
 }
 
 // add/del: one rule is one request; several rules go as one `batch`, applied
@@ -446,7 +463,7 @@ int main(int argc, char** argv) {
   auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
   add->add_option("rule", add_args, "Rule(s)")->required();
   std::string add_set, list_set, hits_set;
-  add->add_option("--set", add_set, "The named set new rules join (default: default)");
+  const CLI::Option* add_set_opt = add->add_option("--set", add_set, "The named set new rules join (default: default)");
   unsigned ttl = 0;
   add->add_option("--ttl", ttl, "The rules expire after SECONDS")->check(CLI::Range(1u, 999999999u));
   auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
@@ -461,16 +478,17 @@ int main(int argc, char** argv) {
   load->add_option("--as", load_as, "cidr: the rule kind of each line, src, dst or ip (default ip)")
       ->check(CLI::IsMember({"src", "dst", "ip"}));
   load->add_flag("--skip-bad", load_args.skip_bad, "Load the good lines, count and skip the bad ones");
-  load->add_option("--set", load_args.set, "The named set the rules join (default: default)");
+  const CLI::Option* load_set_opt =
+      load->add_option("--set", load_args.set, "The named set the rules join (default: default)");
   load->add_flag("--replace", load_args.replace,
                  "With --set: the set becomes exactly these rules, in one atomic change");
   auto* list = app.add_subcommand("list", "List rules in order: list [KIND] [PREFIX]");
   list->add_option("args", list_args, "KIND (flow, src, dst, ip, service, url, host) and PREFIX");
-  list->add_option("--set", list_set, "Only the rules of this named set");
+  const CLI::Option* list_set_opt = list->add_option("--set", list_set, "Only the rules of this named set");
   std::vector<std::string> hits_args;
   auto* hits = app.add_subcommand("hits", "Rules with their confirmed-hit counts: hits [KIND] [PREFIX]");
   hits->add_option("args", hits_args, "KIND and PREFIX, as for list");
-  hits->add_option("--set", hits_set, "Only the rules of this named set");
+  const CLI::Option* hits_set_opt = hits->add_option("--set", hits_set, "Only the rules of this named set");
   auto* stats = app.add_subcommand("stats", "Packet counters, totals and per worker");
   stats->add_flag("--json", stats_json, "Print JSON");
   auto* info = app.add_subcommand("info", "Filter capacity, load, fingerprint bits, memory");
@@ -491,6 +509,13 @@ int main(int argc, char** argv) {
   for (const auto* args : {&add_args, &del_args, &check_args, &list_args, &hits_args})
     refuse_line_breaks(*args);
   refuse_line_breaks({flush_scope, add_set, list_set, hits_set, load_args.set});
+  refuse_blanks(list_args);
+  refuse_blanks(hits_args);
+  refuse_blanks({flush_scope});
+  refuse_bad_set_name(add_set_opt, add_set);
+  refuse_bad_set_name(load_set_opt, load_args.set);
+  refuse_bad_set_name(list_set_opt, list_set);
+  refuse_bad_set_name(hits_set_opt, hits_set);
   if (load_args.replace && load_args.set.empty()) die("--replace needs --set NAME: the set it replaces");
   if (load->parsed()) {
     load_args.feed.format = *cg::feeds::format_from_name(load_format);  // checked by IsMember

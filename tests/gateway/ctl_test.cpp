@@ -278,6 +278,40 @@ TEST_F(Ctl, ALineBreakInAnArgumentIsRefusedBeforeAnythingIsSent) {
   EXPECT_EQ(ctl({"del", "host keep.example"}).status, 0);
 }
 
+// A value that becomes one word of a request must not add words: a blank in
+// --set used to turn a load into a replace of the set ("spam replace") or
+// give rules an expiry ("x ttl=5"); an empty --set silently meant default.
+TEST_F(Ctl, ASetNameScopeOrListWordWithABlankIsRefusedBeforeAnythingIsSent) {
+  const std::string kept = GatewayEnv::dir() + "/spam-v1.txt", other = GatewayEnv::dir() + "/spam-v2.txt";
+  std::ofstream(kept) << "198.51.100.0/24\n";
+  std::ofstream(other) << "203.0.113.0/24\n";
+  ASSERT_EQ(ctl({"load", "--format", "cidr", "--set", "spam", kept}).status, 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"load", "--format", "cidr", "--set", "spam replace", other},
+        {"load", "--format", "cidr", "--set", "spam\treplace", other},
+        {"load", "--format", "cidr", "--set", "", other},
+        {"add", "--set", "x ttl=5", "src 192.0.2.98"},
+        {"add", "--set", "", "src 192.0.2.98"},
+        {"list", "--set", "spam x"},
+        {"hits", "--set", "Spam"}}) {
+    const Result r = ctl(args);
+    EXPECT_EQ(r.status, 2) << args[3];
+    EXPECT_NE(r.err.find("bad set name"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nothing was sent"), std::string::npos) << r.err;
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list", "ip 198.51.100.0/24 x"}, {"hits", "ip", "198 x"}, {"flush", "ip all"}}) {
+    const Result r = ctl(args);
+    EXPECT_EQ(r.status, 2) << args[1];
+    EXPECT_NE(r.err.find("holds a blank"), std::string::npos) << r.err;
+  }
+  // Nothing of it was applied: the set kept its prefix, no other rule came.
+  EXPECT_EQ(ctl({"list", "--set", "spam"}).out, "ip 198.51.100.0/24 set=spam\n");
+  EXPECT_EQ(ctl({"check", "ip 203.0.113.0/24"}).status, 1);
+  EXPECT_EQ(ctl({"check", "src 192.0.2.98"}).status, 1);
+  ASSERT_EQ(ctl({"flush", "ip"}).status, 0);
+}
+
 // Item 2: every command checks its arguments; flushing everything takes 'all'.
 TEST_F(Ctl, CommandsCheckTheirArgumentsAndFlushNeedsAScope) {
   ASSERT_EQ(ctl({"add", "host tracker.example.net", "src 192.0.2.200"}).status, 0);
