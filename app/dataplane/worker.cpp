@@ -293,15 +293,21 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
     // tunneled packets: their flow key is the inner 5-tuple, which another
     // tunnel may carry too, and a verdict cached for one tunnel must not pass
     // another's packets (an outer-address rule would then be skipped).
-    if (flows_ == nullptr || m.family == 0 || !m.l4 || m.tunneled) {
+    // ICMP: an echo is a flow keyed by its identifier; any other message
+    // (an error, neighbour discovery) is judged alone, so that one blocked
+    // ping does not take the hosts' other ICMP along (flow_key.hpp).
+    uint16_t ports[2] = {0, 0};
+    const bool icmp = m.proto == kProtoIcmp || m.proto == kProtoIcmpv6;
+    if (flows_ == nullptr || m.family == 0 || !m.l4 || m.tunneled ||
+        (icmp && !flow::icmp_echo_port(frame + m.l4_off, m.l4_len, m.proto, &ports[0]))) {
       ++i;
       continue;
     }
+    ports[1] = ports[0];  // (an echo's identifier, or 0)
     flow::FlowPacket& fp = s.fp[nf];
     // The ports straight from the frame (network order: the table only needs
     // one order), not from m: parse_packet has just stored them as two
     // 16-bit fields and reading them back as one word stalls store forwarding.
-    uint16_t ports[2] = {0, 0};
     if (proto_has_ports(m.proto)) std::memcpy(ports, frame + m.l4_off, 4);  // l4: the header is there
     fp.side = flow::make_flow_key({frame + m.addr_off, frame + m.addr_off + m.addr_len(), ports[0], ports[1],
                                    m.vlan, m.proto, m.family},

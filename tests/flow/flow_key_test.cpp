@@ -99,5 +99,24 @@ TEST(FlowKey, Ipv4AndIpv6WithTheSameLeadingBytesDiffer) {
   EXPECT_NE(v4.key, v6.key);
 }
 
+// An echo's identifier is its port (network order, as in the packet); every
+// other ICMP message, and a header cut short, has none: judged alone.
+TEST(FlowKey, OnlyIcmpEchoesHaveAPort) {
+  auto port = [](uint8_t proto, uint8_t type, std::size_t len = 8) -> int {
+    const uint8_t h[8] = {type, 0, 0xab, 0xcd, 0x12, 0x34, 0, 1};
+    uint16_t p = 0;
+    if (!icmp_echo_port(h, len, proto, &p)) return -1;
+    uint16_t want;
+    std::memcpy(&want, h + 4, 2);
+    return p == want ? 1 : 0;
+  };
+  for (const uint8_t t : {8, 0}) EXPECT_EQ(port(kProtoIcmp, t), 1) << int{t};
+  for (const uint8_t t : {128, 129}) EXPECT_EQ(port(kProtoIcmpv6, t), 1) << int{t};
+  for (const uint8_t t : {3, 5, 11, 13, 128}) EXPECT_EQ(port(kProtoIcmp, t), -1) << int{t};
+  for (const uint8_t t : {1, 2, 3, 133, 135, 136, 8}) EXPECT_EQ(port(kProtoIcmpv6, t), -1) << int{t};
+  EXPECT_EQ(port(kProtoIcmp, 8, 7), -1);  // cut before the identifier's end
+  EXPECT_EQ(port(kProtoUdp, 8), -1);
+}
+
 }  // namespace
 }  // namespace cg::flow

@@ -919,7 +919,9 @@ TEST(FlowTable, BurstUnderEvictionKeepsEveryEntryItReturned) {
       for (std::size_t j = i + 1; j < burst.size(); ++j)
         reopened_later |= burst[j].key.proto == kProtoTcp && burst[j].tcp_flags == kTcpSyn &&
                           std::memcmp(&burst[j].key, &burst[i].key, sizeof(FlowKey)) == 0;
-      if (!reopened_later) ASSERT_TRUE(alive(*t, burst[i], now)) << i;
+      if (!reopened_later) {
+        ASSERT_TRUE(alive(*t, burst[i], now)) << i;
+      }
     }
   });
   const FlowStats s = t->stats();

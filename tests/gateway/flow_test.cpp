@@ -100,6 +100,41 @@ TEST_F(Flows, ABlockedClientHelloStaysBlockedWhenItsConnectionIsReopenedInTheSam
   }
 }
 
+// ICMP: each echo (request and reply) is a flow keyed by its identifier, so
+// a blocked ping drops its own replies but not another ping between the same
+// hosts; every other message (an error, neighbour discovery) is judged alone,
+// not with the flow of the last blocked ping (which took a host's neighbour
+// advertisements along).
+TEST_F(Flows, EachPingIsAFlowOfItsOwnAndOtherIcmpIsJudgedAlone) {
+  auto icmp = [](bool v6, const char* src, const char* dst, uint8_t type, uint16_t id) {
+    Packet p;
+    if (v6) {
+      p.ipv6(src, dst);
+    } else {
+      p.ipv4(src, dst);
+    }
+    return p.proto(v6 ? 58 : 1)
+        .payload(Bytes{type, 0, 0, 0, static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0, 1})
+        .frame();
+  };
+  const char *c4 = "10.1.0.1", *s4 = "192.0.2.44", *c6 = "2001:db8:1::1", *s6 = "2001:db8:2::44";
+  const std::vector<Bytes> dropped = {icmp(false, c4, s4, 8, 7), icmp(false, s4, c4, 0, 7),
+                                      icmp(true, c6, s6, 128, 7), icmp(true, s6, c6, 129, 7)};
+  const std::vector<Bytes> passed = {
+      icmp(false, s4, c4, 0, 8),    // another ping's reply
+      icmp(false, s4, c4, 8, 99),   // the server's own ping
+      icmp(false, s4, c4, 3, 0),    // an error: judged alone
+      icmp(true, s6, c6, 129, 8),   // another ping's reply
+      icmp(true, s6, c6, 136, 0)};  // a neighbour advertisement: judged alone
+  const auto s = replay(cat({dropped[0], dropped[1], dropped[2], dropped[3]}, passed),
+                        "flow icmp 10.1.0.1 192.0.2.44\nflow icmpv6 2001:db8:1::1 2001:db8:2::44\n");
+  EXPECT_EQ(read_pcap(path("drop.pcap")), dropped);
+  EXPECT_EQ(read_pcap(path("pass.pcap")), passed);
+  EXPECT_EQ(s["flows"]["created"], 5);    // pings 7, 8, 99 (v4) and 7, 8 (v6)
+  EXPECT_EQ(s["flows"]["untracked"], 2);  // the error and the advertisement
+  EXPECT_EQ(s["flow_drops"], 2);          // the replies of the blocked pings
+}
+
 TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
   std::vector<Bytes> in = {Packet().ipv4("10.8.0.1", "10.9.0.2").tcp(40000, 80, 0x02).seq_ack(99, 0).frame(),
                            Packet().ipv4("10.9.0.2", "10.8.0.1").tcp(80, 40000, 0x12).seq_ack(499, 100).frame()};

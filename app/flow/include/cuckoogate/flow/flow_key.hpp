@@ -14,6 +14,8 @@ namespace cg::flow {
 // IP protocol numbers the flow table tracks with their own states.
 inline constexpr uint8_t kProtoTcp = 6;
 inline constexpr uint8_t kProtoUdp = 17;
+inline constexpr uint8_t kProtoIcmp = 1;
+inline constexpr uint8_t kProtoIcmpv6 = 58;
 
 // Both endpoints in a canonical order: end "a" is the smaller of the two
 // (address, port) pairs, compared address bytes first, then port value. An
@@ -159,6 +161,21 @@ inline Side make_flow_key(const FlowTuple& t, FlowKey& key) noexcept {
                               : detail::key_tail(t.sport, t.dport, t.zone, t.proto, 6);
   std::memcpy(&key.port_a, &tail, 8);
   return swap ? Side::kB : Side::kA;
+}
+
+// The "port" of an ICMP or ICMPv6 message (`l4`: its `len` bytes from the
+// ICMP header on) for its flow key: an echo request or reply (ICMP 8/0,
+// ICMPv6 128/129) is a flow of its own, keyed by its identifier, which is the
+// same both ways (network order, as the bytes read). Every other message
+// (errors, neighbour discovery, router advertisements) belongs to no flow of
+// its own and should be judged alone: false then, as for a header cut short.
+inline bool icmp_echo_port(const uint8_t* l4, std::size_t len, uint8_t proto, uint16_t* port) noexcept {
+  if (len < 8) return false;
+  const uint8_t type = l4[0];
+  const bool echo = proto == kProtoIcmp ? (type == 8 || type == 0) : proto == kProtoIcmpv6 && (type == 128 || type == 129);
+  if (!echo) return false;
+  std::memcpy(port, l4 + 4, 2);
+  return true;
 }
 
 }  // namespace cg::flow
