@@ -340,7 +340,9 @@ bool Engine::start(std::string* err) {
     c.reject = opts_.reject;
     c.reject_opts.dns_rcode = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;
     c.reject_rate = opts_.reject_rate;
-    c.reject_burst = std::max<uint32_t>(1, opts_.reject_rate / 10);
+    // At least 2: a TCP segment's reply is a RST to each end, two tokens at
+    // once, which a bucket of 1 could never pay (no RST at rates below 20).
+    c.reject_burst = std::max<uint32_t>(2, opts_.reject_rate / 10);
     c.frags = {opts_.fragments.reassemble, opts_.fragments.datagrams, opts_.fragments.fragments,
                opts_.fragments.timeout_ms};
     c.inspect_overflow_drop = opts_.inspect_overflow_drop;

@@ -320,6 +320,19 @@ TEST_F(Flows, RejectRepliesAreRateLimited) {
   EXPECT_GE(few, 2u);
   EXPECT_LT(few, 50u);
   EXPECT_EQ(few + t["rejects"]["limited"].get<uint64_t>(), 2000u);
+  // A TCP segment costs two (a RST each way): even the lowest rate answers
+  // TCP (a burst of 1, at rates below 20, could never pay for a pair).
+  std::vector<Bytes> segs;
+  for (int i = 0; i < 400; ++i)
+    segs.push_back(Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(static_cast<uint16_t>(1024 + i), 443, 0x10).frame());
+  for (const char* rate : {"1", "19"}) {
+    const auto u = replay(segs, "dst 192.0.2.44\n", {"--action", "reject", "--reject-rate", rate, "--reply", path("reply.pcap")});
+    const uint64_t rsts = u["rejects"]["sent"];
+    EXPECT_GE(rsts, 2u) << rate;
+    EXPECT_EQ(rsts % 2, 0u) << rate;  // whole pairs
+    EXPECT_LT(rsts, 100u) << rate;  // far from a pair per segment (800)
+    EXPECT_EQ(read_pcap(path("reply.pcap")).size(), rsts) << rate;
+  }
 }
 
 // More new flows than the table holds: memory is the table's, evictions are
