@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -386,12 +387,19 @@ int cmd_load(Connection& c, const LoadArgs& a) {
     read += line.size() + 1;
     if (lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
     if (!convert) {
+      // Only what the gateway reads of a line is sent: what comes before a
+      // '#', without trailing blanks. A long comment or trailing blanks
+      // would otherwise exceed the request line limit (8192 bytes) that no
+      // rule reaches, and the file would load from the config but not here.
+      // Every line is still sent, so the gateway's line numbers are the file's.
+      line.erase(std::min(line.find('#'), line.size()));
+      line.erase(line.find_last_not_of(" \t\r\v\f") + 1);  // all blank: npos + 1 == 0
       // The server ends a load at a line that is '.' after trimming blanks; no
       // rule starts with '.', so such a line is refused before anything is sent.
       const std::size_t first = line.find_first_not_of(" \t\r");
       if (first != std::string::npos && line[first] == '.')
         die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
-      if (first != std::string::npos && line[first] != '#') ++rules;
+      if (first != std::string::npos) ++rules;
       chunk += line;
       chunk += '\n';
     } else {

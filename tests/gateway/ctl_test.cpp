@@ -224,6 +224,27 @@ TEST_F(Ctl, LoadRefusesALineThatWouldEndTheStream) {
   EXPECT_EQ(ctl({"check", "src 192.0.2.60"}).status, 1);
 }
 
+// A rule file loads through cuckoogatectl as it does from the config: a
+// comment or trailing blanks past the request line limit (8192 bytes) are
+// not a reason to refuse it (only what precedes '#' is sent, trimmed), and
+// errors still name the file's own line.
+TEST_F(Ctl, LongCommentsAndTrailingBlanksDoNotRefuseARuleFile) {
+  const std::string file = GatewayEnv::dir() + "/long.rules";
+  std::ofstream(file) << "host ok1.example\n#" << std::string(9000, 'c') << "\nhost ok2.example"
+                      << std::string(9000, ' ') << "\nhost ok3.example # " << std::string(9000, 'x') << "\n";
+  Result r = ctl({"load", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* rule : {"host ok1.example", "host ok2.example", "host ok3.example"})
+    EXPECT_EQ(ctl({"check", rule}).status, 0) << rule;
+  const std::string bad = GatewayEnv::dir() + "/long-bad.rules";
+  std::ofstream(bad) << "host ok4.example\n#" << std::string(9000, 'c') << "\n\nhost\n";
+  r = ctl({"load", bad});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("long-bad.rules:4"), std::string::npos) << r.err;  // the file's line
+  EXPECT_EQ(ctl({"check", "host ok4.example"}).status, 1);
+  ASSERT_EQ(ctl({"flush", "host"}).status, 0);
+}
+
 TEST_F(Ctl, LoadWithABadLineAppliesNothing) {
   const std::string file = GatewayEnv::dir() + "/bad.rules";
   std::ofstream(file) << "src 192.0.2.50\nsrc 192.0.2.51\nsrc nonsense\n";
