@@ -429,6 +429,10 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   if (bad > 0)
     std::fprintf(stderr, "cuckoogatectl: %s: skipped %zu bad line%s\n", shown_name.c_str(), bad,
                  bad == 1 ? "" : "s");
+  // Every line bad (an HTML error page where the feed should be, say): a
+  // replace would empty the set. Exiting before the final '.' applies nothing.
+  if (a.replace && bad > 0 && rules == 0)
+    die(shown_name + ": every line was bad, no rule to replace set " + a.set + " with (nothing changed)");
   chunk += '.';  // ends the stream; request() adds the newline
   c.send(chunk + "\n");
   progress.wait_for(c, rules);

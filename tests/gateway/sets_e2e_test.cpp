@@ -72,6 +72,14 @@ TEST(SetsE2e, LoadIntoASetReplaceItListItAndKeepItAcrossARestart) {
     EXPECT_NE(r.out.find("sets.ads 3\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("sets.default 1\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("sets.manual 1\n"), std::string::npos) << r.out;
+    // A replace from an input whose every line is bad (an error page instead
+    // of the feed) is refused, with --skip-bad too: the set stays as it was.
+    const std::string page = write("ads-error.hosts", "<html>\n<body>503 Service Unavailable</body>\n</html>\n");
+    r = g.ctl({"load", "--format", "hosts", "--set", "ads", "--replace", "--skip-bad", page});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("every line was bad"), std::string::npos) << r.err;
+    EXPECT_EQ(g.ctl({"list", "--set", "ads"}).out,
+              "host b.ads.test set=ads\nhost c.ads.test set=ads\nhost d.ads.test set=ads\n");
     // --replace means a set; bad set names are the gateway's 400.
     EXPECT_EQ(g.ctl({"load", "--replace", v2}).status, 2);
     r = g.ctl({"load", "--set", "Ads", v2});
