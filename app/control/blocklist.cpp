@@ -1123,6 +1123,7 @@ bool Blocklist::make_tables(std::size_t capacity, std::unique_ptr<FilterMemory>*
     return false;
   }
   std::string err;
+  const bool first = table_seq_ == 0;  // the tables the gateway starts with
   *e = ExactSet::create(name_ + "_exact" + (table_seq_ == 0 ? "" : std::to_string(table_seq_)),
                         static_cast<uint32_t>(capacity), qsv_, socket_, &err);
   ++table_seq_;
@@ -1130,7 +1131,8 @@ bool Blocklist::make_tables(std::size_t capacity, std::unique_ptr<FilterMemory>*
   if (!*e || bytes > max_memory_) {
     last_error_ = !*e ? err + " (raise EAL memory with -m)"
                       : "max_memory reached: lookup tables for " + rules + " need " + std::to_string(bytes) +
-                            " bytes, max_memory is " + std::to_string(max_memory_);
+                            " bytes, max_memory is " + std::to_string(max_memory_) +
+                            (first ? " (lower gateway.capacity, the size they start at, or raise max_memory)" : "");
     e->reset();
     f->reset();
     return false;
