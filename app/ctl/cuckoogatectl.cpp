@@ -247,7 +247,7 @@ int cmd_rules(Connection& c, const std::string& verb, const std::vector<std::str
   std::string req = "batch\n";
   for (const auto& r : rules) req += verb + " " + r + suffix + "\n";
   req += ".";
-  const auto resp = request(c, req, true, "nothing applied");
+  const auto resp = request(c, req, true, "");  // the gateway says "batch rejected, nothing applied"
   if (!resp) return 2;
   for (std::size_t i = 0; i < rules.size() && i < resp->body.size(); ++i)
     std::printf("%s: %s\n", rules[i].c_str(), resp->body[i].c_str());

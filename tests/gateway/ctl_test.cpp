@@ -437,6 +437,7 @@ TEST_F(Ctl, SeveralRulesInOneCommandAreAllOrNothing) {
   Result r = ctl({"add", "host a.test", "host b.test", "host bad..x"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("nothing applied"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("nothing applied: batch rejected"), std::string::npos) << r.err;  // said once
   EXPECT_EQ(ctl({"check", "host a.test"}).status, 1);
   EXPECT_EQ(ctl({"check", "host b.test"}).status, 1);
   r = ctl({"add", "host a.test", "host b.test"});

@@ -116,7 +116,8 @@ Endpoint parse_endpoint(const Token& tok, bool with_port, std::string_view role)
       ep.addr = *a;
       return ep;
     }
-    throw Fail{tok.col, addr_what(" (IPv4 or IPv6)")};
+    // (A role that names the families already says it once.)
+    throw Fail{tok.col, addr_what(role.starts_with("IPv4 or IPv6") ? "" : " (IPv4 or IPv6)")};
   }
   if (colons > 1) {
     throw Fail{tok.col, addr_what(" and port: a.b.c.d:port or [IPv6]:port")};
