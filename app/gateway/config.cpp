@@ -5,6 +5,7 @@
 #include <exception>
 #include <toml++/toml.h>
 
+#include "control/request.hpp"
 #include "cuckoogate/sync/redis_url.hpp"
 #include "gateway/file_read.hpp"
 
@@ -306,7 +307,7 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
       *err = w + ": expected a table";
       return false;
     }
-    if (!check_keys(*t, {"path", "format", "as"}, w, err)) return false;
+    if (!check_keys(*t, {"path", "format", "as", "set"}, w, err)) return false;
     RuleFeedConfig f;
     const toml::node* pn = t->get("path");
     if (pn == nullptr) {
@@ -329,6 +330,11 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
         return false;
       }
       f.feed.cidr_kind = *kind;
+    }
+    if (!plain_string(*t, "set", 256, f.set, w, err)) return false;
+    if (t->get("set") != nullptr && !valid_set_name(f.set)) {
+      *err = w + ".set: expected 1 to " + std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
+      return false;
     }
     out.push_back(std::move(f));
   }

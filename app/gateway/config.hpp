@@ -42,6 +42,7 @@ struct SyncConfig {
 struct RuleFeedConfig {
   std::string path;
   feeds::Options feed;  // format = "rules" | "hosts" | "domains" | "cidr", as = "src" | "dst" | "ip"
+  std::string set;      // set = "NAME": the named set its rules join ("": default)
 };
 
 // [fragments]: IP reassembly in the workers (docs/dataplane.md, "IP fragments").

@@ -15,15 +15,18 @@ constexpr std::size_t kMaxErrorsShown = 20;
 }  // namespace
 
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err) {
-  return read_rule_files(files, {}, out, err);
+  std::vector<SetRules> sets;
+  if (!read_rule_files(files, {}, sets, err)) return false;
+  for (SetRules& s : sets) out.insert(out.end(), std::make_move_iterator(s.rules.begin()), std::make_move_iterator(s.rules.end()));
+  return true;
 }
 
 bool read_rule_files(const std::vector<std::string>& files, const std::vector<RuleFeedConfig>& feeds,
-                     std::vector<Rule>& out, std::string* err) {
+                     std::vector<SetRules>& out, std::string* err) {
   std::vector<RuleFeedConfig> all_files;
-  for (const std::string& f : files) all_files.push_back({f, {}});
+  for (const std::string& f : files) all_files.push_back({f, {}, {}});
   all_files.insert(all_files.end(), feeds.begin(), feeds.end());
-  std::vector<Rule> all;
+  std::vector<SetRules> all;
   std::string problems;
   for (const RuleFeedConfig& spec : all_files) {
     const std::string& f = spec.path;
@@ -41,14 +44,17 @@ bool read_rule_files(const std::vector<std::string>& files, const std::vector<Ru
     }
     if (p.errors.size() > shown)
       problems += f + ": " + std::to_string(p.errors.size() - shown) + " more bad lines\n";
-    all.insert(all.end(), std::make_move_iterator(p.rules.begin()), std::make_move_iterator(p.rules.end()));
+    auto into = std::find_if(all.begin(), all.end(), [&](const SetRules& s) { return s.set == spec.set; });
+    if (into == all.end()) into = all.insert(all.end(), SetRules{spec.set, {}});
+    into->rules.insert(into->rules.end(), std::make_move_iterator(p.rules.begin()),
+                       std::make_move_iterator(p.rules.end()));
   }
   if (!problems.empty()) {
     problems.pop_back();
     *err = problems;
     return false;
   }
-  out.insert(out.end(), all.begin(), all.end());
+  out.insert(out.end(), std::make_move_iterator(all.begin()), std::make_move_iterator(all.end()));
   return true;
 }
 

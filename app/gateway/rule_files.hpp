@@ -27,10 +27,17 @@ inline constexpr std::size_t kMaxRuleFileBytes = std::size_t{1} << 30;
 // leaves `out` untouched.
 bool read_rule_files(const std::vector<std::string>& files, std::vector<Rule>& out, std::string* err);
 
+// The rules of one named set ("": the default set).
+struct SetRules {
+  std::string set;
+  std::vector<Rule> rules;
+};
+
 // The same for files in a feed format ([[rules]] in the configuration,
 // docs/rules.md "Feed formats"): `files` in the rule language, then `feeds`,
-// each in its own format; errors as above.
+// each in its own format and into its own set ([[rules]] set = ...),
+// grouped by set in the order the sets first appear; errors as above.
 bool read_rule_files(const std::vector<std::string>& files, const std::vector<RuleFeedConfig>& feeds,
-                     std::vector<Rule>& out, std::string* err);
+                     std::vector<SetRules>& out, std::string* err);
 
 }  // namespace cg

@@ -70,8 +70,11 @@ int run_gateway(const RunOptions& o) {
       return fail_early(2, "--redis: " + u.error);
   }
 
-  std::vector<Rule> rules;
+  std::vector<SetRules> rules;
   if (!read_rule_files(cfg.rules, cfg.rule_feeds, rules, &err)) return fail_early(2, err);
+  if (!cfg.sync.redis.empty() &&
+      std::any_of(rules.begin(), rules.end(), [](const SetRules& s) { return !s.set.empty(); }))
+    return fail_early(2, "[[rules]] set = ...: named sets are not shared through the Redis sync ([sync] redis)");
 
   std::vector<std::string> eal = o.eal.empty() ? cfg.eal : o.eal;
   const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string& a) {
@@ -160,11 +163,15 @@ int run_gateway(const RunOptions& o) {
       if (rc == 0 && (!setup_port(a, pc, pool, &err) || !setup_port(b, pc, pool, &err))) rc = fail(1, err);
     }
     if (rc == 0) {
-      const Blocklist::BatchResult br = engine.blocklist().add_batch(rules);
-      if (br.result == Blocklist::Result::kFull)
-        rc = fail(2, "the rule files do not fit (" + engine.blocklist().last_error() + "): raise gateway.max_memory");
-      else if (br.result != Blocklist::Result::kOk)
-        rc = fail(1, "cannot journal the rule files: " + engine.blocklist().last_error());
+      for (const SetRules& s : rules) {
+        const Blocklist::BatchResult br = engine.blocklist().add_batch(s.rules, s.set);
+        if (br.result == Blocklist::Result::kFull) {
+          rc = fail(2, "the rule files do not fit (" + engine.blocklist().last_error() + "): raise gateway.max_memory");
+        } else if (br.result != Blocklist::Result::kOk) {
+          rc = fail(1, "cannot journal the rule files: " + engine.blocklist().last_error());
+        }
+        if (rc != 0) break;
+      }
     }
     std::unique_ptr<CommandHandler> handler;  // outlives the server that calls it
     std::unique_ptr<ControlServer> server;
@@ -186,7 +193,9 @@ int run_gateway(const RunOptions& o) {
     if (rc == 0 && !cfg.sync.redis.empty()) {
       shared = std::make_unique<BlocklistSync>(engine.blocklist(), sync_options(cfg.sync));
       shared->set_queue_offline(cfg.sync.queue_offline);
-      shared->set_startup_rules(std::move(rules));  // added here above; shared when connected
+      // Added here above; shared when connected (all in the default set: named
+      // ones were refused with [sync] before start).
+      shared->set_startup_rules(rules.empty() ? std::vector<Rule>{} : std::move(rules.front().rules));
       shared->attach(*handler, *server);
       shared->stream().tick();  // connect and catch up before serving (or retry later)
     }

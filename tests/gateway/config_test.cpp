@@ -259,9 +259,11 @@ TEST(ParseConfig, RuleFeedsTakeAPathAFormatAndForCidrAKind) {
   ASSERT_TRUE(parse_config("[[rules]]\npath = \"ads.hosts\"\nformat = \"hosts\"\n"
                            "[[rules]]\npath = \"drop.txt\"\nformat = \"cidr\"\nas = \"src\"\n"
                            "[[rules]]\npath = \"net.txt\"\nformat = \"cidr\"\n"
-                           "[[rules]]\npath = \"plain.rules\"\n",
+                           "[[rules]]\npath = \"plain.rules\"\nset = \"local-1\"\n",
                            "inline", c, &err)) << err;
   ASSERT_EQ(c.rule_feeds.size(), 4u);
+  EXPECT_EQ(c.rule_feeds[0].set, "");  // the default set
+  EXPECT_EQ(c.rule_feeds[3].set, "local-1");
   EXPECT_EQ(c.rule_feeds[0].path, "ads.hosts");
   EXPECT_EQ(c.rule_feeds[0].feed.format, feeds::Format::kHosts);
   EXPECT_EQ(c.rule_feeds[1].feed.format, feeds::Format::kCidr);
@@ -276,6 +278,10 @@ TEST(ParseConfig, RuleFeedsTakeAPathAFormatAndForCidrAKind) {
       {"[[rules]]\npath = \"a\"\nfile = \"b\"\n", "unknown key 'file'"},
       {"rules = 3\n", "'rules' must be an array of tables"},
       {"[[rules]]\npath = \"a\\u0000b\"\n", "rules[0].path: a string may not contain a NUL"},
+      {"[[rules]]\npath = \"a\"\nset = \"Ads\"\n", "inline: rules[0].set: expected 1 to 64 of a-z"},
+      {"[[rules]]\npath = \"a\"\nset = \"ads replace\"\n", "inline: rules[0].set: expected 1 to 64"},
+      {"[[rules]]\npath = \"a\"\nset = \"\"\n", "inline: rules[0].set: expected"},
+      {"[[rules]]\npath = \"a\"\nset = 3\n", "inline: rules[0].set"},
   };
   for (const auto& [text, expect] : bad) {
     GatewayConfig d;

@@ -111,20 +111,50 @@ TEST_F(RuleFiles, FeedsAreReadInTheirFormatAfterThePlainRuleFiles) {
   const std::string plain = write("plain.rules", "host plain.example\n");
   const std::string hosts = write("ads.hosts", "127.0.0.1 localhost\n0.0.0.0 ads.example # x\n");
   const std::string cidr = write("drop.txt", "; DROP\n198.51.100.7 ; SBL1\n");
-  std::vector<RuleFeedConfig> feeds = {{hosts, {feeds::Format::kHosts}},
-                                       {cidr, {feeds::Format::kCidr, RuleKind::kSrc}}};
-  ASSERT_TRUE(read_rule_files({plain}, feeds, out_, &err_)) << err_;
+  std::vector<RuleFeedConfig> feeds = {{hosts, {feeds::Format::kHosts}, {}},
+                                       {cidr, {feeds::Format::kCidr, RuleKind::kSrc}, {}}};
+  std::vector<SetRules> sets;
+  ASSERT_TRUE(read_rule_files({plain}, feeds, sets, &err_)) << err_;
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0].set, "");  // the default set
   std::vector<std::string> got;
-  for (const Rule& r : out_) got.push_back(format_rule(r));
-  EXPECT_EQ(got, (std::vector<std::string>{"src 192.0.2.1", "host plain.example", "host ads.example",
-                                           "src 198.51.100.7"}));
+  for (const Rule& r : sets[0].rules) got.push_back(format_rule(r));
+  EXPECT_EQ(got, (std::vector<std::string>{"host plain.example", "host ads.example", "src 198.51.100.7"}));
+}
+
+// [[rules]] set = "NAME": each feed's rules go to its set, grouped by set in
+// the order the sets first appear.
+TEST_F(RuleFiles, FeedsAreGroupedByTheirSets) {
+  const std::string plain = write("plain.rules", "host plain.example\n");
+  const std::string ads = write("ads.hosts", "0.0.0.0 ads.example\n");
+  const std::string more = write("more.txt", "more.example\n");
+  const std::string drop = write("drop.txt", "198.51.100.0/24\n");
+  const std::vector<RuleFeedConfig> feeds = {{ads, {feeds::Format::kHosts}, "ads"},
+                                             {drop, {feeds::Format::kCidr}, "drop"},
+                                             {more, {feeds::Format::kDomains}, "ads"}};
+  std::vector<SetRules> sets;
+  ASSERT_TRUE(read_rule_files({plain}, feeds, sets, &err_)) << err_;
+  ASSERT_EQ(sets.size(), 3u);
+  auto texts = [](const SetRules& s) {
+    std::vector<std::string> t;
+    for (const Rule& r : s.rules) t.push_back(format_rule(r));
+    return t;
+  };
+  EXPECT_EQ(sets[0].set, "");
+  EXPECT_EQ(texts(sets[0]), std::vector<std::string>{"host plain.example"});
+  EXPECT_EQ(sets[1].set, "ads");
+  EXPECT_EQ(texts(sets[1]), (std::vector<std::string>{"host ads.example", "host more.example"}));
+  EXPECT_EQ(sets[2].set, "drop");
+  EXPECT_EQ(texts(sets[2]), std::vector<std::string>{"ip 198.51.100.0/24"});
 }
 
 TEST_F(RuleFiles, ABadFeedLineNamesTheFileAndLineAndNothingIsApplied) {
   const std::string hosts = write("bad.hosts", "0.0.0.0 ok.example\nads.example\n");
-  EXPECT_FALSE(read_rule_files({}, {{hosts, {feeds::Format::kHosts}}}, out_, &err_));
+  std::vector<SetRules> sets(1);
+  EXPECT_FALSE(read_rule_files({}, {{hosts, {feeds::Format::kHosts}, {}}}, sets, &err_));
   EXPECT_EQ(err_.rfind(hosts + ":2:1: expected IP address", 0), 0u) << err_;
-  expect_untouched();
+  ASSERT_EQ(sets.size(), 1u);  // untouched
+  EXPECT_TRUE(sets[0].rules.empty());
 }
 
 }  // namespace

@@ -107,6 +107,29 @@ std::string addr_list(int from, int to) {  // a cidr feed
   return s;
 }
 
+// [[rules]] set = "NAME" in the configuration: a feed read at start joins
+// its set, as `cuckoogatectl load --set NAME` would.
+TEST(SetsE2e, ConfigFeedsJoinTheirNamedSets) {
+  const std::string ads = write("cfg-ads.hosts", "0.0.0.0 a.cfg.test b.cfg.test\n");
+  const std::string drop = write("cfg-drop.txt", "198.51.100.0/24 ; SBL1\n");
+  const std::string cfg = write("cfg-sets.toml", "[[rules]]\npath = \"" + ads +
+                                                   "\"\nformat = \"hosts\"\nset = \"ads\"\n"
+                                                   "[[rules]]\npath = \"" + drop +
+                                                   "\"\nformat = \"cidr\"\n");
+  const std::string sock = GatewayEnv::dir() + "/cfgsets.sock";
+  std::string err;
+  std::unique_ptr<Process> gw(
+      start_null_gateway(GatewayEnv::gateway(), sock, GatewayEnv::dir(), &err, {"--config", cfg}, "cfgsets"));
+  ASSERT_NE(gw, nullptr) << err;
+  const Result l = run({GatewayEnv::ctl(), "-s", sock, "list"}, GatewayEnv::dir());
+  EXPECT_EQ(l.out, "ip 198.51.100.0/24\nhost a.cfg.test set=ads\nhost b.cfg.test set=ads\n");
+  const Result i = run({GatewayEnv::ctl(), "-s", sock, "info"}, GatewayEnv::dir());
+  EXPECT_NE(i.out.find("sets.ads 2\n"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("sets.default 1\n"), std::string::npos) << i.out;
+  gw->signal(SIGTERM);
+  EXPECT_EQ(gw->wait(30s), 0);
+}
+
 TEST(SetsE2e, AGatewayKilledDuringAReplaceRestartsWithTheSetAllOldOrAllNew) {
   const std::string state = GatewayEnv::dir() + "/state-crash";
   constexpr int kOld = 40000, kNew = 40000, kShared = 8000;
