@@ -225,7 +225,7 @@ TEST(FlowTable, SynOnAClosedFlowStartsAFreshEntry) {
   auto t = make_table();
   track(*t, tcp(1, false, kTcpSyn), 0);
   FlowEntry* e = track(*t, tcp(1, true, kTcpSyn | kTcpAck), 0).entry;
-  e->set_verdict(Verdict::kDrop, 5, 7, 42, true);
+  e->set_verdict(Verdict::kPass, 5);
   track(*t, tcp(1, true, kTcpRst), 0);
   // The server reconnects to the client's port: a new connection, new initiator.
   const FlowResult r = track(*t, tcp(1, true, kTcpSyn), 1);
@@ -234,11 +234,41 @@ TEST(FlowTable, SynOnAClosedFlowStartsAFreshEntry) {
   EXPECT_EQ(r.dir, Dir::kForward);
   EXPECT_EQ(r.state, FlowState::kTcpNew);
   EXPECT_EQ(r.entry->verdict, Verdict::kUnknown);
-  EXPECT_FALSE(r.entry->blocked());
   EXPECT_EQ(t->stats().active, 1u);
   // A SYN-ACK (not a new connection) on a closed flow changes nothing.
   track(*t, tcp(2, false, kTcpRst), 0);
   EXPECT_FALSE(track(*t, tcp(2, false, kTcpSyn | kTcpAck), 0).created);
+}
+
+// A blocked flow is not reopened by a SYN: the block lasts until the flow
+// times out or its rule goes (a forged RST and a SYN with ISN - 1 used to
+// start a fresh, unblocked flow whose stream began past the retransmitted
+// ClientHello, which then passed unjudged).
+TEST(FlowTable, ASynDoesNotReopenABlockedFlow) {
+  for (const uint8_t close : {kTcpRst, static_cast<uint8_t>(kTcpFin | kTcpAck)}) {
+    auto t = make_table();
+    track(*t, tcp(1, false, kTcpSyn), 0);
+    FlowEntry* e = track(*t, tcp(1, true, kTcpSyn | kTcpAck), 0).entry;
+    e->set_verdict(Verdict::kDrop, 5, 7, 42, true);
+    track(*t, tcp(1, false, close), 0);
+    const FlowResult r = track(*t, tcp(1, false, kTcpSyn), 1);
+    EXPECT_FALSE(r.created);
+    EXPECT_EQ(r.entry, e);
+    EXPECT_TRUE(r.entry->blocked());
+    EXPECT_EQ(r.entry->rule_slot, 42u);
+    EXPECT_EQ(r.entry->generation, 5u);
+    // In one burst too (the entry pinned by the earlier packets).
+    const FlowPacket burst[] = {tcp(1, false, kTcpAck), tcp(1, false, close), tcp(1, false, kTcpSyn)};
+    FlowResult rb[3];
+    t->track_burst(burst, 3, 2, rb);
+    for (const FlowResult& x : rb) EXPECT_EQ(x.entry, e);
+    EXPECT_TRUE(e->blocked());
+    EXPECT_EQ(t->stats().reopened_in_burst, 0u);
+    // Once the block is lifted (its rule went), a SYN reopens as usual.
+    e->set_verdict(Verdict::kUnknown, 0);
+    track(*t, tcp(1, false, close), 3);
+    EXPECT_TRUE(track(*t, tcp(1, false, kTcpSyn), 3).created);
+  }
 }
 
 // A burst in which a SYN reopens a flow that an earlier packet of the same

@@ -100,6 +100,25 @@ TEST_F(Flows, ABlockedClientHelloStaysBlockedWhenItsConnectionIsReopenedInTheSam
   }
 }
 
+// A blocked flow is not unblocked by a forged close and a new SYN whose
+// sequence number moves the client stream's start past the ClientHello: the
+// retransmitted ClientHello is still dropped, one packet a burst (--pps 50)
+// as on a real link. (The SYN used to start a fresh, unblocked flow, whose
+// stream then held the ClientHello as out-of-order data and let it pass.)
+TEST_F(Flows, AForgedCloseAndSynDoNotUnblockAFlow) {
+  const Conn k;
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const uint32_t end = 101 + static_cast<uint32_t>(tls_client_hello("blocked.example").size());
+  for (const uint8_t close : {uint8_t{0x04}, uint8_t{0x11}}) {  // RST, FIN+ACK
+    SCOPED_TRACE(close == 0x04 ? "rst" : "fin");
+    const Bytes bye = k.c2s(close, end, close == 0x04 ? 0 : 501).frame();
+    const Bytes syn = k.c2s(0x02, 99, 0).frame();  // ISN - 1: the stream would start at 100
+    const auto s = replay(cat(k.handshake(), {hello, bye, syn, hello}), "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello, bye, syn, hello}));
+    EXPECT_EQ(s["dropped_by_kind"]["host"], 4);
+  }
+}
+
 // ICMP: each echo (request and reply) is a flow keyed by its identifier, so
 // a blocked ping drops its own replies but not another ping between the same
 // hosts; every other message (an error, neighbour discovery) is judged alone,

@@ -255,6 +255,14 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
     auto s = static_cast<FlowState>(b.state[i]);
     if (key.proto == kProtoTcp) {
       s = tcp_next(s, bits, d, tcp_flags);
+      if (s == FlowState::kNone && entry(b, i).blocked()) {
+        // A blocked flow stays blocked until it times out or its rule goes
+        // (the caller clears the block then): a SYN on its 5-tuple — a new
+        // connection, or a forged RST or FIN and then a SYN that would move
+        // the client stream's start past a retransmitted ClientHello — is
+        // one more of its packets, not a fresh flow.
+        s = static_cast<FlowState>(b.state[i]);
+      }
       if (s == FlowState::kNone && (bits & kPinned) == 0) {  // SYN on a closing/closed flow: a new connection
         add(CG_FLOW_COUNTER(hits));
         add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
