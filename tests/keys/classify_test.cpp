@@ -665,6 +665,12 @@ TEST(ClassifyHost, TlsClientHelloSniOnAnyPort) {
   cut.resize(cut.size() - 3);  // ClientHello continues in the next segment
   const auto ct = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 443).payload(cut).frame());
   EXPECT_EQ(ct.count(RuleKind::kHost), 0u);
+  // Empty handshake records before it are skipped, as OpenSSL skips them.
+  Bytes behind = {22, 3, 1, 0, 0, 22, 3, 3, 0, 0};
+  const Bytes hello = test::tls_client_hello("behind.example");
+  behind.insert(behind.end(), hello.begin(), hello.end());
+  EXPECT_TRUE(classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 443).payload(behind).frame())
+                  .matches("host behind.example"));
 }
 
 TEST(ClassifyHost, DnsQueriesButNotResponses) {

@@ -146,6 +146,11 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
 
 bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
                    std::size_t& name_len) noexcept {
+  // Empty handshake records first: OpenSSL skips them (docs/reassembly.md).
+  while (n >= 5 && p[0] == 22 && p[1] == 3 && rd16(p + 3) == 0) {
+    p += 5;
+    n -= 5;
+  }
   if (n < 9 || p[0] != 22 || p[5] != 1) return false;
   std::size_t end = 5 + static_cast<std::size_t>(rd16(p + 3));
   if (end > n) end = n;

@@ -62,8 +62,15 @@ TlsClientHello detect_tls_client_hello(const uint8_t* p, std::size_t n, uint8_t*
     if (off + 1 < n && p[off + 1] != 3) return r.status = Frame::kInvalid, r;
     if (n - off < kTlsRecordHeader) return r;
     const std::size_t rlen = std::size_t{p[off + 3]} << 8 | p[off + 4];
-    if (rlen == 0 || rlen > kTlsMaxRecord) return r.status = Frame::kInvalid, r;
+    if (rlen > kTlsMaxRecord) return r.status = Frame::kInvalid, r;
     if (off == 0) std::memcpy(version, p + 1, 2);
+    // An empty handshake record: RFC 8446 forbids sending one, but OpenSSL
+    // takes it (and the ClientHello after it), so it is skipped, not taken
+    // for "not TLS" (which ended inspection and let that ClientHello pass).
+    if (rlen == 0) {
+      off += kTlsRecordHeader;
+      continue;
+    }
     const uint8_t* q = p + off + kTlsRecordHeader;
     const std::size_t avail = std::min(rlen, n - off - kTlsRecordHeader);
     for (std::size_t i = 0; i < avail;) {
