@@ -552,7 +552,9 @@ TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
         "GET  / HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET\t/\t\tHTTP/1.1 \r\nHost: a.example\r\n\r\n",
         "GET / HTTP/1.1\nHost: a.example\n\n",                   // bare LF line ends
         "\r\n\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",   // leading empty lines
-        "\nGET / HTTP/1.0\nHost: a.example\n\n"}) {
+        "\nGET / HTTP/1.0\nHost: a.example\n\n",
+        "GET / HTTP/1.01\r\nHost: a.example\r\n\r\n",        // nginx: minor versions of 1 to 3 digits
+        "GET / HTTP/1.10\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.999\r\nHost: a.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
     EXPECT_TRUE(c.matches("host a.example")) << p;
     EXPECT_TRUE(c.matches("url a.example/")) << p;
@@ -589,7 +591,9 @@ TEST(ClassifyHttp, LookAlikesAreNotHttp) {
        {"HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/2.0\r\nHost: a.example\r\n\r\n",
         "GET / HTTP/1.1", " GET / HTTP/1.1\r\n\r\n", "GET / x HTTP/1.1\r\nHost: a.example\r\n\r\n",
         "GET /\r\nHost: a.example\r\n\r\n", "GET /HTTP/1.1\r\nHost: a.example\r\n\r\n",
-        "G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "\r\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n"}) {
+        "G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "\r\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        "GET / HTTP/1.\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.1000\r\nHost: a.example\r\n\r\n",
+        "GET / HTTP/11.1\r\nHost: a.example\r\n\r\n", "GET / xHTTP/1.1\r\nHost: a.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
     EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << p;
     EXPECT_EQ(c.count(RuleKind::kHost), 0u) << p;

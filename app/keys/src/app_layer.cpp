@@ -83,13 +83,16 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
   std::size_t end = lf;  // the request line without its line end and trailing blanks
   if (end > 0 && p[end - 1] == '\r') --end;
   while (end > mlen && is_blank(p[end - 1])) --end;
-  constexpr std::size_t kVer = 8;  // "HTTP/1.d"
-  if (end < mlen + kVer + 2) return false;
-  const uint8_t* ver = p + end - kVer;
-  if (std::memcmp(ver, "HTTP/1.", 7) != 0 || ver[7] < '0' || ver[7] > '9' || !is_blank(ver[-1])) return false;
+  // The version: "HTTP/1." and a minor version of 1 to 3 digits, as nginx
+  // reads it ("HTTP/1.01" and "HTTP/1.10" are HTTP/1.x there too).
+  std::size_t d = end;
+  while (d > mlen && end - d < 3 && p[d - 1] >= '0' && p[d - 1] <= '9') --d;
+  if (d == end || d < mlen + 7 + 2) return false;  // no digit; no room for a blank and a target
+  const uint8_t* ver = p + d - 7;
+  if (std::memcmp(ver, "HTTP/1.", 7) != 0 || !is_blank(ver[-1])) return false;
   std::size_t t0 = mlen;
   while (t0 < end && is_blank(p[t0])) ++t0;
-  std::size_t t1 = end - kVer;
+  std::size_t t1 = d - 7;
   while (t1 > t0 && is_blank(p[t1 - 1])) --t1;
   const uint8_t* target = p + t0;
   const std::size_t tlen = t1 > t0 ? t1 - t0 : 0;
