@@ -752,6 +752,23 @@ TEST_F(Flows, QuicInitialsAreDecryptedAndTheirSniJudged) {
   const auto s = replay({junk, junk}, "host blocked.example\n");
   EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
   EXPECT_EQ(s["quic"]["initials"], 0);
+  // Datagrams before the first Initial do not end inspection (they did, at
+  // once): junk, a long header of a version the client then negotiates away,
+  // an Initial with a broken tag (the server discards it and reads the next).
+  const Bytes hello = udp(quic::datagram({{.version = quic::kV1, .pn = 0,
+                                           .frames = quic::split_crypto(quic::client_hello("www.blocked.example", 1200, &rng), 1, rng)[0]}}),
+                          true);
+  Bytes unknown_version = hello;
+  unknown_version[14 + 20 + 8 + 4] ^= 0x5a;  // a version byte (after Ethernet, IPv4, UDP and the first byte)
+  Bytes broken_tag = hello;
+  broken_tag.back() ^= 1;
+  const auto t = replay({junk, unknown_version, broken_tag, hello}, "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+  EXPECT_EQ(t["quic"]["completed"], 1);
+  EXPECT_EQ(t["quic"]["failed"], 2);  // the unknown version and the broken tag
+  // Bounded: after eight datagrams that open nothing the flow is not read.
+  replay({junk, junk, junk, junk, junk, junk, junk, junk, hello}, "host blocked.example\n");
+  EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
 }
 
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a
