@@ -373,11 +373,18 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
   for (uint16_t i = first; i < n; ++i) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
-    if (r.entry == nullptr || !r.created || s.meta[i].proto != kProtoTcp) continue;
-    // Which side is the client, and where its bytes start, is known when the
-    // handshake opened the flow (docs/reassembly.md, "Direction").
+    if (r.entry == nullptr || s.meta[i].proto != kProtoTcp) continue;
     const PacketMeta& m = s.meta[i];
-    reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
+    if (r.created) {
+      // Which side is the client, and where its bytes start, is known when the
+      // handshake opened the flow (docs/reassembly.md, "Direction").
+      reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack,
+                         r.dir == flow::Dir::kForward);
+    } else if ((m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) == (flow::kTcpSyn | flow::kTcpAck) &&
+               r.dir == flow::Dir::kForward) {
+      // A SYN-ACK from the side the flow's opening made the client.
+      reasm::stream_forget_client(stream_of(*flows_, *r.entry));
+    }
   }
 }
 

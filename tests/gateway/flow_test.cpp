@@ -143,6 +143,22 @@ TEST_F(Flows, AClientHelloBegunInATcpFastOpenSynIsJudgedWhole) {
   }
 }
 
+// A SYN-ACK forged by the client ahead of the server's real one made the
+// gateway take the server for the client, so the ClientHello was read as
+// server bytes and passed. Two answers in opposite directions now leave the
+// client unknown: both sides are looked at, and the ClientHello is dropped.
+TEST_F(Flows, AForgedSynAckDoesNotSwapClientAndServer) {
+  const Conn k;
+  const Bytes syn = k.c2s(0x02, 100, 0).frame();
+  const Bytes forged = k.c2s(0x12, 900, 501).frame();
+  const Bytes synack = k.s2c(0x12, 500, 101).frame();
+  const Bytes ack = k.c2s(0x10, 101, 501).frame();
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const auto s = replay({syn, forged, synack, ack, hello}, "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+  EXPECT_EQ(s["dropped_by_kind"]["host"], 1);
+}
+
 // ICMP: each echo (request and reply) is a flow keyed by its identifier, so
 // a blocked ping drops its own replies but not another ping between the same
 // hosts; every other message (an error, neighbour discovery) is judged alone,
