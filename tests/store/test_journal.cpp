@@ -1,5 +1,7 @@
 // Journal framing, DurableLog recovery and its corruption cases.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -109,6 +111,40 @@ TEST(DurableLog, RecordsSurviveReopenAndNumberingContinues) {
   }
   Recovered r = recover(dir.path());
   expect_records(r, 101);
+}
+
+// A write that fails half way (the disk full; here the file size limit,
+// RLIMIT_FSIZE) leaves the journal as of its last sync: the records written
+// since were never acknowledged, and a restart must not replay them (it did:
+// a load refused with 500 came back after a restart, less its torn tail).
+TEST(DurableLog, AFailedWriteCutsOffTheRecordsSinceTheLastSync) {
+  test::TempDir dir;
+  write_records(dir.path(), 10);
+  {
+    Recovered r = recover(dir.path());
+    ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+    const std::string journal = dir.path() + "/" + DurableLog::journal_name(1);
+    const auto size = fs::file_size(journal);
+    struct sigaction ignore {}, old {};
+    ignore.sa_handler = SIG_IGN;  // EFBIG instead of SIGXFSZ
+    ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old), 0);
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+    rlimit lim = saved;
+    lim.rlim_cur = size + 2000;  // room for some whole records, not all
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+    for (std::uint64_t i = 11; i <= 200; ++i) ASSERT_TRUE(r.log->append(payload_of(i)).ok());
+    const Status st = r.log->sync();
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+    ASSERT_EQ(::sigaction(SIGXFSZ, &old, nullptr), 0);
+    EXPECT_EQ(st.code(), Errc::io_error) << st.to_string();
+    EXPECT_EQ(fs::file_size(journal), size);  // cut back to the last sync
+    EXPECT_FALSE(r.log->append(payload_of(201)).ok());  // and unusable until reopened
+  }
+  Recovered again = recover(dir.path());
+  ASSERT_TRUE(again.status.ok()) << again.status.to_string();
+  expect_records(again, 10);
+  EXPECT_FALSE(again.report.torn_tail);
 }
 
 TEST(DurableLog, UnsyncedRecordsAreNotClaimedDurable) {

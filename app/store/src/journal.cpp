@@ -110,7 +110,8 @@ JournalWriter::JournalWriter(int fd, std::string path, std::uint64_t first_seq,
       first_seq_(first_seq),
       next_seq_(next_seq),
       synced_seq_(next_seq - 1),
-      file_bytes_(file_bytes) {
+      file_bytes_(file_bytes),
+      synced_bytes_(file_bytes) {
   buf_.reserve(kBufferBytes + 4096);
 }
 
@@ -128,7 +129,7 @@ Status JournalWriter::create(const std::string& path, std::uint64_t first_seq,
   if (Status s = fsu::write_all(fd, hdr, path); !s.ok()) return s;
   if (Status s = fsu::fsync_fd(fd, path); !s.ok()) return s;
   if (Status s = fsu::fsync_dir(fsu::dir_of(path)); !s.ok()) return s;
-  w->file_bytes_ = hdr.size();
+  w->file_bytes_ = w->synced_bytes_ = hdr.size();
   *out = std::move(w);
   return Status::Ok();
 }
@@ -152,6 +153,13 @@ Status JournalWriter::open_append(const std::string& path, std::uint64_t first_s
 
 Status JournalWriter::fail(Status s) {
   failed_ = true;
+  // Whatever reached the file after the last sync was never acknowledged:
+  // cut it off, durably (truncating needs no free space).
+  if (::ftruncate(fd_, static_cast<off_t>(synced_bytes_)) != 0 || ::fdatasync(fd_) != 0) {
+    const int err = errno;
+    return {s.code(), s.message() + "; the unacknowledged records after byte " + std::to_string(synced_bytes_) +
+                          " could not be cut off (" + std::strerror(err) + "): a restart may replay them"};
+  }
   return s;
 }
 
@@ -196,6 +204,7 @@ Status JournalWriter::sync() {
   // fdatasync also persists the file size, which is what appends change.
   if (::fdatasync(fd_) != 0) return fail(errno_status("fdatasync " + path_, errno));
   synced_seq_ = next_seq_ - 1;
+  synced_bytes_ = file_bytes_;
   return Status::Ok();
 }
 

@@ -102,8 +102,11 @@ class JournalWriter {
   std::uint64_t synced_seq() const noexcept { return synced_seq_; }  // last durable seq
   std::uint64_t bytes() const noexcept { return file_bytes_ + buf_.size(); }
   const std::string& path() const noexcept { return path_; }
-  // True after an I/O error: every later call fails (the file content past the
-  // last successful sync is unknown).
+  // True after an I/O error: every later call fails. The records written
+  // since the last successful sync (never acknowledged) are cut off the file
+  // then, so that a restart does not replay changes that were refused (a
+  // disk that filled up in the middle of a load); if even that fails, the
+  // error says so and a restart may replay them.
   bool failed() const noexcept { return failed_; }
 
  private:
@@ -119,6 +122,7 @@ class JournalWriter {
   std::uint64_t next_seq_;
   std::uint64_t synced_seq_;
   std::uint64_t file_bytes_;
+  std::uint64_t synced_bytes_;  // the file's size at the last successful sync
   std::string buf_;
   bool failed_ = false;
 };
