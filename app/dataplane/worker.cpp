@@ -318,7 +318,6 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
-    fp.syn_data = m.payload_len != 0;
     s.lane[nf] = {.payload_len = m.payload_len, .dport = m.dport, .proto = m.proto, .side = fp.side,
                   .tcp_flags = m.tcp_flags, .malformed = m.malformed, .compact = false};
     s.fh[nf] = flows_->hash(fp.key);
@@ -373,18 +372,11 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
   for (uint16_t i = first; i < n; ++i) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
-    if (r.entry == nullptr || s.meta[i].proto != kProtoTcp) continue;
+    if (r.entry == nullptr || !r.created || s.meta[i].proto != kProtoTcp) continue;
+    // Which side is the client, and where its bytes start, is known when the
+    // handshake opened the flow (docs/reassembly.md, "Direction").
     const PacketMeta& m = s.meta[i];
-    if (r.created) {
-      // Which side is the client, and where its bytes start, is known when the
-      // handshake opened the flow (docs/reassembly.md, "Direction").
-      reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack,
-                         r.dir == flow::Dir::kForward);
-    } else if ((m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) == (flow::kTcpSyn | flow::kTcpAck) &&
-               r.dir == flow::Dir::kForward) {
-      // A SYN-ACK from the side the flow's opening made the client.
-      reasm::stream_forget_client(stream_of(*flows_, *r.entry));
-    }
+    reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
   }
 }
 
@@ -485,9 +477,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   const PacketMeta& m = s.meta[i];
   const flow::FlowResult& r = s.fr[s.flow[i]];
   const reasm::StreamRef ref = stream_of(*flows_, *r.entry);
-  // A SYN's data (TCP Fast Open) starts one past its sequence number.
-  const uint32_t data_seq = m.tcp_seq + ((m.tcp_flags & flow::kTcpSyn) != 0 ? 1u : 0u);
-  const reasm::Segment seg{data_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
+  const reasm::Segment seg{m.tcp_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
                            m.sport, m.dport};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
@@ -690,7 +680,6 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     flow::expand(s.k4[j], s.fp[j].key);
     s.fp[j].side = s.lane[j].side;
     s.fp[j].tcp_flags = s.lane[j].tcp_flags;
-    s.fp[j].syn_data = s.lane[j].payload_len != 0;  // (looked at for a SYN only)
   }
   if (flows_ != nullptr) track_flows(first, n, nf, now);
 

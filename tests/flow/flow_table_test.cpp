@@ -568,17 +568,6 @@ TEST(FlowTable, ABareSynCreatesNoEntryAndItsSynAckCreatesItForTheClient) {
   EXPECT_NE(track(*t, tcp(8, false, kTcpAck), 5).entry, nullptr);
   EXPECT_NE(track(*t, v4(9), 6).entry, nullptr);
   EXPECT_EQ(t->stats().created, 3u);
-  // A SYN with data (TCP Fast Open) is tracked from the SYN: its bytes start
-  // the client's stream.
-  FlowPacket tfo = tcp(10, false, kTcpSyn);
-  tfo.syn_data = true;
-  FlowResult r;
-  t->track_burst(&tfo, 1, 7, &r);
-  ASSERT_NE(r.entry, nullptr);
-  EXPECT_TRUE(r.created);
-  EXPECT_EQ(r.dir, Dir::kForward);
-  EXPECT_EQ(r.state, FlowState::kTcpNew);
-  EXPECT_EQ(t->stats().syn_deferred, 1u);
 }
 
 TEST(FlowTable, ASynFloodDoesNotTouchTheTableWhenBareSynsWait) {

@@ -119,46 +119,6 @@ TEST_F(Flows, AForgedCloseAndSynDoNotUnblockAFlow) {
   }
 }
 
-// TCP Fast Open: the SYN carries the ClientHello's first bytes. Its flow is
-// tracked from the SYN (a bare SYN waits for its answer), so its bytes start
-// the client's stream: the rest completes the ClientHello and is dropped.
-// (The stream used to start at the SYN-ACK's acknowledgement, past those
-// bytes; the rest was read as a new message, and everything passed.)
-TEST_F(Flows, AClientHelloBegunInATcpFastOpenSynIsJudgedWhole) {
-  const Conn k;
-  const Bytes ch = tls_client_hello("blocked.example");
-  const Bytes head(ch.begin(), ch.begin() + 10), rest(ch.begin() + 10, ch.end());
-  const Bytes syn = k.c2s(0x02, 100, 0).payload(head).frame();
-  // The server took the SYN's data (acks 111) or did not (acks 101: the
-  // client sends it all again after the handshake).
-  for (const bool taken : {true, false}) {
-    SCOPED_TRACE(taken ? "data taken" : "data not taken");
-    const uint32_t next = taken ? 111 : 101;
-    const Bytes synack = k.s2c(0x12, 500, next).frame();
-    const Bytes ack = k.c2s(0x10, next, 501).frame();
-    const Bytes data = k.c2s(0x18, next, 501).payload(taken ? rest : ch).frame();
-    const auto s = replay({syn, synack, ack, data}, "host blocked.example\n", {"--pps", "50"});
-    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{data}));
-    EXPECT_EQ(s["dropped_by_kind"]["host"], 1);
-  }
-}
-
-// A SYN-ACK forged by the client ahead of the server's real one made the
-// gateway take the server for the client, so the ClientHello was read as
-// server bytes and passed. Two answers in opposite directions now leave the
-// client unknown: both sides are looked at, and the ClientHello is dropped.
-TEST_F(Flows, AForgedSynAckDoesNotSwapClientAndServer) {
-  const Conn k;
-  const Bytes syn = k.c2s(0x02, 100, 0).frame();
-  const Bytes forged = k.c2s(0x12, 900, 501).frame();
-  const Bytes synack = k.s2c(0x12, 500, 101).frame();
-  const Bytes ack = k.c2s(0x10, 101, 501).frame();
-  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
-  const auto s = replay({syn, forged, synack, ack, hello}, "host blocked.example\n", {"--pps", "50"});
-  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
-  EXPECT_EQ(s["dropped_by_kind"]["host"], 1);
-}
-
 // ICMP: each echo (request and reply) is a flow keyed by its identifier, so
 // a blocked ping drops its own replies but not another ping between the same
 // hosts; every other message (an error, neighbour discovery) is judged alone,

@@ -234,7 +234,7 @@ void FlowTable::fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Si
 // with overlapping 8-byte loads, a store-forwarding stall that was a
 // quarter of track_burst's time.
 CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side side,
-                                            uint8_t tcp_flags, bool syn_data, uint32_t t, uint8_t pin,
+                                            uint8_t tcp_flags, uint32_t t, uint8_t pin,
                                             FlowResult& r) noexcept {
   Bucket& b = buckets_[h & mask_];
   const uint16_t sig = signature(h);
@@ -294,9 +294,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
   Side init = side;
   if (key.proto == kProtoTcp && !track_bare_syn_) {
     const uint8_t syn_ack = tcp_flags & (kTcpSyn | kTcpAck);
-    // A SYN with data (TCP Fast Open) is tracked: its bytes start the
-    // client's stream, which the SYN-ACK's acknowledgement would skip.
-    if (syn_ack == kTcpSyn && !syn_data) {
+    if (syn_ack == kTcpSyn) {
       add(CG_FLOW_COUNTER(syn_deferred));
       r = {};
       r.deferred = true;
@@ -330,7 +328,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
 FlowResult FlowTable::track(const FlowKey& key, Side side, uint8_t tcp_flags,
                             uint64_t now) noexcept {
   FlowResult r;
-  track_hashed(key, key_hash(key, seed_), side, tcp_flags, /*syn_data=*/false, units(now), 0, r);
+  track_hashed(key, key_hash(key, seed_), side, tcp_flags, units(now), 0, r);
   return r;
 }
 
@@ -342,7 +340,7 @@ void FlowTable::resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, u
   for (uint32_t j = 0; j < n; ++j) prefetch_entry(h[j]);
   for (uint32_t j = 0; j < n; ++j) {
     const FlowPacket& p = pkts[j];
-    track_hashed(p.key, h[j], p.side, p.tcp_flags, p.syn_data, t, kPinned, out[j]);
+    track_hashed(p.key, h[j], p.side, p.tcp_flags, t, kPinned, out[j]);
   }
 }
 

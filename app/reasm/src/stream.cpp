@@ -50,11 +50,6 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
   }
 }
 
-void stream_forget_client(StreamRef s) noexcept {
-  if ((s.bits & kNextKnown) == 0) s.next = 0;
-  s.bits = static_cast<uint8_t>(s.bits & ~(kNextKnown | kClientKnown | kClientRev));
-}
-
 bool stream_wants(uint8_t bits, bool forward) noexcept {
   const uint8_t ph = bits & kPhaseMask;
   if (ph == kPhaseDropped) return true;

@@ -184,7 +184,6 @@ struct FlowPacket {
   FlowKey key;        // make_flow_key()
   Side side;          // its return value
   uint8_t tcp_flags;  // the TCP flags byte; ignored for other protocols
-  bool syn_data = false;  // a SYN carrying data (TCP Fast Open): tracked even when bare SYNs are not
 };
 
 // What track() did with a packet.
@@ -420,7 +419,7 @@ class alignas(64) FlowTable {
   int make_room(Bucket& b, uint32_t t) noexcept;
   void fill(Bucket& b, unsigned i, const FlowKey& key, uint16_t sig, Side side, uint8_t tcp_flags,
             uint32_t t, uint8_t pin, FlowResult& r) noexcept;
-  void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, bool syn_data, uint32_t t,
+  void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
                     uint8_t pin, FlowResult& r) noexcept;
   // The slot of `key` (hash h) through the bucket header's signatures, -1 if none.
   template <class K>

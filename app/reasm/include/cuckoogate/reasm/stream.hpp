@@ -37,12 +37,6 @@ struct StreamRef {
 // the stream starts at its ack number. Anything else: nothing is known.
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept;
 
-// Two answers to the handshake in opposite directions (a SYN-ACK from the
-// side the first one made the client: one of them forged to swap the sides,
-// or a simultaneous open): the client is not known after all, and both
-// sides' bytes are looked at, as for a flow picked up mid-stream.
-void stream_forget_client(StreamRef s) noexcept;
-
 // One TCP segment of the flow with payload.
 struct Segment {
   uint32_t seq = 0;
