@@ -319,10 +319,19 @@ TEST(FlowTable, ASynReopeningAFlowInTheSameBurstLeavesTheOldEntryToItsPackets) {
     const FlowResult now = t->find(burst[0].key, burst[0].side, 1);
     EXPECT_EQ(now.entry, r[3].entry);
     EXPECT_EQ(now.state, FlowState::kTcpEstablished);
-    // Outside a burst (nothing pinned) a SYN still reopens in place.
+    // Outside a burst (nothing pinned) a SYN reopens in place, or, when bare
+    // SYNs wait for their answer, frees the entry and waits as well.
     track(*t, tcp(1, false, kTcpRst), 2);
-    EXPECT_EQ(track(*t, tcp(1, false, kTcpSyn), 2).entry, r[3].entry);
+    const FlowResult again = track(*t, tcp(1, false, kTcpSyn), 2);
+    if (bare_syn) {
+      EXPECT_EQ(again.entry, r[3].entry);
+    } else {
+      EXPECT_EQ(again.entry, nullptr);
+      EXPECT_TRUE(again.deferred);
+      EXPECT_EQ(t->stats().active, 0u);
+    }
     EXPECT_EQ(t->stats().reopened_in_burst, 1u);
+    EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
   }
 }
 

@@ -119,6 +119,21 @@ TEST_F(Flows, AForgedCloseAndSynDoNotUnblockAFlow) {
   }
 }
 
+// Before any block: a forged RST and a SYN whose sequence number lies past
+// the ClientHello (both ignored by the server, RFC 5961) used to reopen the
+// flow anchored at that number, so the real ClientHello fell before the
+// stream's start and passed. A reopening bare SYN now waits for its answer
+// like any new flow's, and the ClientHello is judged.
+TEST_F(Flows, AForgedCloseAndSynBeforeTheClientHelloDoNotMoveTheStream) {
+  const Conn k;
+  const Bytes rst = k.c2s(0x04, 77777, 0).frame();
+  const Bytes syn = k.c2s(0x02, 100 + 100000, 0).frame();
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const auto s = replay(cat(k.handshake(), {rst, syn, hello}), "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+  EXPECT_EQ(s["dropped_by_kind"]["host"], 1);
+}
+
 // ICMP: each echo (request and reply) is a flow keyed by its identifier, so
 // a blocked ping drops its own replies but not another ping between the same
 // hosts; every other message (an error, neighbour discovery) is judged alone,

@@ -264,13 +264,20 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
         s = static_cast<FlowState>(b.state[i]);
       }
       if (s == FlowState::kNone && (bits & kPinned) == 0) {  // SYN on a closing/closed flow: a new connection
-        add(CG_FLOW_COUNTER(hits));
         add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
         clear_slot(b, i);
-        fill(b, i, key, sig, side, tcp_flags, t, pin, r);
-        return;
-      }
-      if (s == FlowState::kNone) {
+        if (track_bare_syn_) {
+          add(CG_FLOW_COUNTER(hits));
+          fill(b, i, key, sig, side, tcp_flags, t, pin, r);
+          return;
+        }
+        // Without bare SYNs tracked, it waits for its answer as the SYN of
+        // any new flow does (below): the SYN-ACK, or the next packet, opens
+        // the entry. Reopening here would anchor the client stream at the
+        // SYN's sequence number, which a forged RST and SYN (ignored by the
+        // server, RFC 5961) could place past the real ClientHello.
+        found = -1;
+      } else if (s == FlowState::kNone) {
         // The same, but an earlier packet of this burst holds the old
         // connection's entry (a ClientHello, a RST, a new SYN back to
         // back) and is judged with it: rewriting the entry under it would
