@@ -554,7 +554,8 @@ TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
         "\r\n\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",   // leading empty lines
         "\nGET / HTTP/1.0\nHost: a.example\n\n",
         "GET / HTTP/1.01\r\nHost: a.example\r\n\r\n",        // nginx: minor versions of 1 to 3 digits
-        "GET / HTTP/1.10\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.999\r\nHost: a.example\r\n\r\n"}) {
+        "GET / HTTP/1.10\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.999\r\nHost: a.example\r\n\r\n",
+        "GET / HTTP/1.0001\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.000000999\r\nHost: a.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
     EXPECT_TRUE(c.matches("host a.example")) << p;
     EXPECT_TRUE(c.matches("url a.example/")) << p;

@@ -83,11 +83,15 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
   std::size_t end = lf;  // the request line without its line end and trailing blanks
   if (end > 0 && p[end - 1] == '\r') --end;
   while (end > mlen && is_blank(p[end - 1])) --end;
-  // The version: "HTTP/1." and a minor version of 1 to 3 digits, as nginx
-  // reads it ("HTTP/1.01" and "HTTP/1.10" are HTTP/1.x there too).
+  // The version: "HTTP/1." and a minor version of at most 999, leading
+  // zeros allowed, as nginx reads it ("HTTP/1.01", "HTTP/1.10" and
+  // "HTTP/1.0001" are HTTP/1.x there too).
   std::size_t d = end;
-  while (d > mlen && end - d < 3 && p[d - 1] >= '0' && p[d - 1] <= '9') --d;
+  while (d > mlen && p[d - 1] >= '0' && p[d - 1] <= '9') --d;
   if (d == end || d < mlen + 7 + 2) return false;  // no digit; no room for a blank and a target
+  std::size_t sig = d;  // the first significant digit
+  while (sig + 1 < end && p[sig] == '0') ++sig;
+  if (end - sig > 3) return false;
   const uint8_t* ver = p + d - 7;
   if (std::memcmp(ver, "HTTP/1.", 7) != 0 || !is_blank(ver[-1])) return false;
   std::size_t t0 = mlen;
