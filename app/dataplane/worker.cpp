@@ -121,11 +121,7 @@ uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd
 // every client datagram is dropped (kQuicDropped: quic = "block", a
 // conflict, inspect_overflow = "drop").
 constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
-// Client datagrams that open no Initial before one does, after which the
-// flow is taken for one the gateway cannot read (kQuicDone). Not 1: a client
-// may send other datagrams first (a version it then negotiates away, an
-// Initial the server discards, junk) and the server still reads its Initial.
-constexpr uint32_t kQuicTries = 8;
+
 
 template <class M>
 bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
@@ -548,11 +544,13 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
     // Not a client Initial: a 1-RTT packet of a connection already under
     // way, or another protocol. Before any Initial the flow is not QUIC the
     // gateway can read; after one, the handshake goes on in other packets.
-    if (h == 0) {
-      if (d.status != quic::Status::kNotLongHeader && d.status != quic::Status::kNotInitial) bump(st.quic_failed);
-      uint32_t& tries = flows_->cold(e).stream[1];  // zero when the flow was created
-      if (++tries >= kQuicTries) stop(kQuicDone);
-    }
+    // Inspection goes on until a ClientHello is whole: a client may send
+    // any number of other datagrams first (a version it then negotiates
+    // away, an Initial the server discards, junk), and the server still
+    // reads the Initial after them. Giving up after the first (or the
+    // eighth) let such a prefix carry a blocked SNI past.
+    if (h == 0 && d.status != quic::Status::kNotLongHeader && d.status != quic::Status::kNotInitial)
+      bump(st.quic_failed);
     return;
   }
   bump(st.quic_initials);
