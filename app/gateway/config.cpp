@@ -336,6 +336,7 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
       *err = w + ".set: expected 1 to " + std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
       return false;
     }
+    if (f.set == "default") f.set.clear();  // the default set is "" throughout
     out.push_back(std::move(f));
   }
   return true;

@@ -264,6 +264,9 @@ TEST(ParseConfig, RuleFeedsTakeAPathAFormatAndForCidrAKind) {
   ASSERT_EQ(c.rule_feeds.size(), 4u);
   EXPECT_EQ(c.rule_feeds[0].set, "");  // the default set
   EXPECT_EQ(c.rule_feeds[3].set, "local-1");
+  GatewayConfig named_default;
+  ASSERT_TRUE(parse_config("[[rules]]\npath = \"a\"\nset = \"default\"\n", "inline", named_default, &err)) << err;
+  EXPECT_EQ(named_default.rule_feeds[0].set, "");  // one group with the unnamed files, no sync refusal
   EXPECT_EQ(c.rule_feeds[0].path, "ads.hosts");
   EXPECT_EQ(c.rule_feeds[0].feed.format, feeds::Format::kHosts);
   EXPECT_EQ(c.rule_feeds[1].feed.format, feeds::Format::kCidr);
