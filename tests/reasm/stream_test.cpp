@@ -183,6 +183,20 @@ TEST(Stream, MidStreamBetweenTwoHighPortsTheFirstRequestTellsTheClient) {
   EXPECT_FALSE(stream_wants(f.ref(), true));
 }
 
+// A ClientHello behind empty handshake records tells the client too (as the
+// detector skips them, so does the mid-stream guess).
+TEST(Stream, MidStreamAClientHelloBehindEmptyRecordsTellsTheClient) {
+  Harness h;
+  Flow f;
+  stream_open(f.ref(), kAck, 5, 6, true);
+  Bytes hello = {22, 3, 1, 0, 0, 22, 3, 3, 0, 0};
+  const Bytes records = in_records(client_hello("behind.example"), 16384);
+  hello.insert(hello.end(), records.begin(), records.end());
+  Segment seg{999, hello.data(), static_cast<uint32_t>(hello.size()), false, 50001, 50000};
+  EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
+  EXPECT_TRUE(stream_client_known(f.ref()));
+}
+
 TEST(Stream, MidStreamSegmentsThatStartNoMessageEndInspectionAfterThree) {
   Harness h;
   Flow f;

@@ -30,7 +30,10 @@ bool service_port(uint16_t p) {
 // The first bytes of something only a client sends first: a TLS record
 // carrying a ClientHello, or an HTTP request line.
 bool looks_like_client(const uint8_t* p, std::size_t n) {
-  if (n >= 6 && p[0] == 22 && p[1] == 3 && p[5] == 1) return true;
+  // (Empty handshake records first are skipped, as the detector skips them.)
+  std::size_t o = 0;
+  while (n - o >= 5 && p[o] == 22 && p[o + 1] == 3 && p[o + 3] == 0 && p[o + 4] == 0) o += 5;
+  if (n - o >= 6 && p[o] == 22 && p[o + 1] == 3 && p[o + 5] == 1) return true;
   return detect_http_head(p, n).status != Frame::kInvalid;
 }
 
