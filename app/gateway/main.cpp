@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   cg::RunOptions ro;
   std::string verify_mode;
   CLI::App* run = app.add_subcommand("run", "Forward between port pairs, dropping blocklisted traffic, "
-                                            "until SIGINT/SIGTERM");
+                                            "until SIGINT, SIGTERM or SIGHUP");
   run->add_option("--config", ro.config, "TOML configuration (see config/README.md)")->check(CLI::ExistingFile);
   run->add_option("--ctl", ro.ctl, "Control socket path (default $CUCKOOGATE_CTL or "
                                     "/run/cuckoogate/cuckoogate.sock)");

@@ -381,6 +381,7 @@ int replay(const ReplayOptions& o) {
         if (rc == 0) {
           std::signal(SIGINT, on_signal);
           std::signal(SIGTERM, on_signal);
+          if (std::signal(SIGHUP, on_signal) == SIG_IGN) std::signal(SIGHUP, SIG_IGN);  // as run: a clean stop
           if (!engine.start(&err)) {
             rc = fail(1, err);
           } else {

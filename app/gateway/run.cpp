@@ -208,6 +208,11 @@ int run_gateway(const RunOptions& o) {
       }
       std::signal(SIGINT, on_stop_signal);
       std::signal(SIGTERM, on_stop_signal);
+      // A closed terminal (or a 'reload' out of habit: there is none) stops
+      // the gateway cleanly, not by the default action, which left the
+      // control socket and EAL's runtime directory behind. Started under
+      // nohup (SIGHUP ignored), it stays ignored.
+      if (std::signal(SIGHUP, on_stop_signal) == SIG_IGN) std::signal(SIGHUP, SIG_IGN);
       if (!engine.start(&err)) {
         rc = fail(1, err);
       } else {
