@@ -480,7 +480,9 @@ double Engine::seconds() const {
 
 void Engine::stats_text(std::string& out) const {
   snapshot_lines(out, "", totals());
-  line(out, "rules", static_cast<uint64_t>(rules_.load(std::memory_order_relaxed)));
+  // The control thread's own count (stats/info are its commands): exact at
+  // once, where rules_ (telemetry's copy) is refreshed once per control tick.
+  line(out, "rules", static_cast<uint64_t>(blocklist_->size()));
   line(out, "filter_load", blocklist_->filter().stats().load_factor);
   line(out, "uptime_s", seconds());
   for (unsigned w = 0; w < opts_.workers; ++w)
@@ -490,7 +492,7 @@ void Engine::stats_text(std::string& out) const {
 void Engine::info_text(std::string& out) const {
   const FilterStats f = blocklist_->filter().stats();
   out += "version " CUCKOOGATE_VERSION "\n";
-  line(out, "rules", static_cast<uint64_t>(rules_.load(std::memory_order_relaxed)));
+  line(out, "rules", static_cast<uint64_t>(blocklist_->size()));  // as in stats_text
   line(out, "capacity", static_cast<uint64_t>(blocklist_->capacity()));
   line(out, "workers", static_cast<uint64_t>(opts_.workers));
   out += std::string("verify ") + (opts_.verify ? "true" : "false") + "\n";

@@ -63,7 +63,7 @@ class Engine {
   StatsSnapshot worker_stats(unsigned w) const;
   double seconds() const;        // since start()
 
-  // `key value` lines for the control socket's stats / info commands.
+  // `key value` lines for the control socket's stats / info commands (control thread only).
   void stats_text(std::string& out) const;
   void info_text(std::string& out) const;
   // Control-loop housekeeping: expires due rules, compacts the journal,

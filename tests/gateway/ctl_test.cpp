@@ -333,6 +333,29 @@ TEST_F(Ctl, ASetNameScopeOrListWordWithABlankIsRefusedBeforeAnythingIsSent) {
   ASSERT_EQ(ctl({"flush", "ip"}).status, 0);
 }
 
+// `rules` in info and stats counts the changes just made (it lagged up to a
+// control tick behind: 'load' then 'info' showed the old count).
+TEST_F(Ctl, InfoAndStatsCountRulesAtOnce) {
+  auto rules_in = [](const std::string& out, std::size_t from) -> long {
+    const std::size_t at = out.find("\nrules ", from);
+    return at == std::string::npos ? -1 : std::stol(out.substr(at + 7));
+  };
+  const long before = rules_in(raw_request(sock_, "info\n"), 0);
+  ASSERT_GE(before, 0);
+  // Pipelined on one connection: the changes and the reports in one read.
+  const std::string got = raw_request(sock_, "add src 192.0.2.230\nadd src 192.0.2.231\ninfo\nstats\n"
+                                             "del src 192.0.2.230\ndel src 192.0.2.231\ninfo\n");
+  const std::size_t info1 = got.find("version ");
+  ASSERT_NE(info1, std::string::npos) << got;
+  EXPECT_EQ(rules_in(got, info1), before + 2) << got;
+  const std::size_t stats1 = got.find("\nrx ", info1);
+  ASSERT_NE(stats1, std::string::npos) << got;
+  EXPECT_EQ(rules_in(got, stats1), before + 2) << got;
+  const std::size_t info2 = got.find("version ", stats1);
+  ASSERT_NE(info2, std::string::npos) << got;
+  EXPECT_EQ(rules_in(got, info2), before) << got;
+}
+
 // Item 2: every command checks its arguments; flushing everything takes 'all'.
 TEST_F(Ctl, CommandsCheckTheirArgumentsAndFlushNeedsAScope) {
   ASSERT_EQ(ctl({"add", "host tracker.example.net", "src 192.0.2.200"}).status, 0);
