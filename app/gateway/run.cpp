@@ -88,13 +88,25 @@ int run_gateway(const RunOptions& o) {
     // Port pairs: from the config, or EAL's ports in order (0<->1, 2<->3, ...).
     std::vector<std::pair<uint16_t, uint16_t>> pairs;
     if (!cfg.pairs.empty()) {
-      for (const PairConfig& p : cfg.pairs) {
+      for (std::size_t i = 0; i < cfg.pairs.size(); ++i) {
+        const PairConfig& p = cfg.pairs[i];
         uint16_t a = 0, b = 0;
         const bool found_a = resolve_port(p.a, &a);
         if (!found_a || !resolve_port(p.b, &b)) {
           // Counted (and logged) while EAL is still up: after rte_eal_cleanup() there are none.
           const int code = fail(2, "port '" + (found_a ? p.b : p.a) + "' not found (EAL ports: " +
                                        std::to_string(rte_eth_dev_count_avail()) + ")");
+          rte_eal_cleanup();
+          return code;
+        }
+        // A port is in one pair, once: a second use would be configured
+        // twice (DPDK's "Device or resource busy", naming no key).
+        const auto used = [&](uint16_t q) {
+          return std::any_of(pairs.begin(), pairs.end(), [q](const auto& ab) { return ab.first == q || ab.second == q; });
+        };
+        if (a == b || used(a) || used(b)) {
+          const int code = fail(2, "pair[" + std::to_string(i) + "].ports: port " + std::to_string(a == b || used(a) ? a : b) +
+                                       " ('" + (a == b || used(a) ? p.a : p.b) + "') is already paired; each port is in one pair");
           rte_eal_cleanup();
           return code;
         }

@@ -240,6 +240,18 @@ TEST_F(Cli, AMissingPairDeviceIsReportedWithThePortsEalHas) {
                                "--vdev=net_null1", "--log-level=lib.eal:error"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("'nosuch' not found (EAL ports: 2)"), std::string::npos) << r.err;
+  // A port used twice, in one pair or in two (by name or number), names the
+  // pair and the port (it failed in DPDK with "Device or resource busy").
+  for (const char* pairs : {"[[pair]]\nports = [\"net_null0\", \"net_null0\"]\n",
+                            "[[pair]]\nports = [\"net_null0\", \"net_null1\"]\n[[pair]]\nports = [1, 0]\n"}) {
+    std::ofstream(cfg) << pairs;
+    const Result d = cuckoogate({"run", "--config", cfg, "--ctl", path("p.sock"), "--", "--no-huge",
+                                 "--no-pci", "--no-shconf", "-m", "512", "--vdev=net_null0",
+                                 "--vdev=net_null1", "--log-level=lib.eal:error"});
+    EXPECT_EQ(d.status, 2) << pairs;
+    EXPECT_NE(d.err.find("].ports: port "), std::string::npos) << d.err;
+    EXPECT_NE(d.err.find("is already paired"), std::string::npos) << d.err;
+  }
 }
 
 // --- nothing left behind -------------------------------------------------------
