@@ -4,6 +4,7 @@
 #include <rte_eal.h>
 #include <rte_malloc.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sys/mman.h>
@@ -207,8 +208,16 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
 
   if (!o.state_dir.empty()) {
     // One gateway per state directory: two writers would interleave journals.
+    // Its parents as create_directories makes them, the directory itself
+    // owner-only from the start (the store tightens an existing one), and a
+    // failure to make it is the error, not the lock file's ENOENT after it.
     std::error_code ec;
-    std::filesystem::create_directories(o.state_dir, ec);
+    const std::filesystem::path dir(o.state_dir);
+    if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+    if (::mkdir(o.state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      *err = "cannot create the state directory '" + o.state_dir + "': " + std::strerror(errno);
+      return nullptr;
+    }
     const std::string lock = o.state_dir + "/lock";
     b->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (b->lock_fd_ < 0) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -94,6 +95,20 @@ TEST(Durability, ASecondGatewayOnTheSameStateDirectoryIsRefused) {
   EXPECT_NE(r.err.find("in use by another gateway"), std::string::npos) << r.err;
   first.proc().signal(SIGTERM);
   EXPECT_EQ(first.proc().wait(30s), 0);
+  // A new state directory is made owner-only (not made 0755 and then
+  // tightened, with a note every first start), parents as needed.
+  EXPECT_EQ(std::filesystem::status(state).permissions(), std::filesystem::perms::owner_all);
+  EXPECT_EQ(first.proc().err().find("tightened"), std::string::npos) << first.proc().err();
+  // One that cannot be made says why (not the lock file's "No such file").
+  const std::string file = GatewayEnv::dir() + "/state-is-a-file";
+  std::ofstream(file) << "x";
+  const Result bad = run({GatewayEnv::gateway(), "run", "--ctl", GatewayEnv::dir() + "/shared3.sock", "--state-dir",
+                          file + "/sub", "--", "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
+                          "--vdev=net_null0", "--vdev=net_null1", "--log-level=lib.eal:error"},
+                         GatewayEnv::dir());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("cannot create the state directory"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("Not a directory"), std::string::npos) << bad.err;
 }
 
 TEST(Durability, TtlRulesExpireByThemselves) {
