@@ -478,6 +478,16 @@ TEST(DurableLogSnapshot, CrashBeforeTheSnapshotIsRenamedLosesNothing) {
   ASSERT_TRUE(again.status.ok()) << again.status.to_string();
   expect_records(again, 11);  // both journals replayed, no snapshot
   EXPECT_FALSE(fs::exists(dir.file(DurableLog::snapshot_name(10) + ".tmp")));
+  EXPECT_NE(std::find(again.report.notes.begin(), again.report.notes.end(),
+                      "removed unfinished snapshot " + DurableLog::snapshot_name(10) + ".tmp"),
+            again.report.notes.end());
+  // A directory of such a name is not removed, and not said to be.
+  again.log.reset();
+  fs::create_directory(dir.file("x.tmp"));
+  Recovered third = recover(dir.path());
+  ASSERT_TRUE(third.status.ok()) << third.status.to_string();
+  EXPECT_TRUE(fs::exists(dir.file("x.tmp")));
+  for (const std::string& n : third.report.notes) EXPECT_EQ(n.find("removed unfinished snapshot x.tmp"), std::string::npos);
 }
 
 TEST(DurableLogSnapshot, DamagedSnapshotIsAnErrorUnlessSalvaging) {

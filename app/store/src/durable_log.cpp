@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cinttypes>
 #include <cstdio>
 #include <fcntl.h>
@@ -146,8 +147,14 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
       wals.push_back(seq);
       if (Status s = restrict_to_owner(ent.path().string(), 0600, &rep); !s.ok()) return s;
     } else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
-      ::unlink(ent.path().c_str());  // an unfinished snapshot: never renamed, never used
-      rep.notes.push_back("removed unfinished snapshot " + name);
+      // An unfinished snapshot: never renamed, never used. Said as it went
+      // (a directory of that name, say, is not removed, and not claimed to be).
+      if (::unlink(ent.path().c_str()) == 0) {
+        rep.notes.push_back("removed unfinished snapshot " + name);
+      } else {
+        rep.notes.push_back("left " + name + " (not an unfinished snapshot this store can remove: " +
+                            std::strerror(errno) + ")");
+      }
     }
   }
   if (ec) return {Errc::io_error, "list state directory " + dir + ": " + ec.message()};
