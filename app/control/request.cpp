@@ -36,8 +36,7 @@ std::optional<std::string> set_option(std::string_view word, std::string* set) {
   const std::string_view v = word.substr(4);
   if (!set->empty()) return "set= given twice";
   if (!valid_set_name(v))
-    return "bad set name '" + std::string(v.substr(0, kMaxSetName)) + "': expected 1 to " +
-           std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
+    return "bad set name '" + std::string(v.substr(0, kMaxSetName)) + "': " + set_name_expected();
   set->assign(v);
   return std::nullopt;
 }
@@ -217,6 +216,10 @@ RequestParse parse_batch_line(std::string_view line) {
   if (cmd == "add") return rule_args(Verb::kAdd, arg, true);
   if (cmd == "del") return rule_args(Verb::kDel, arg, false);
   return fail("a batch holds only 'add RULE [ttl=SECONDS]' and 'del RULE' lines");
+}
+
+std::string set_name_expected() {
+  return "expected 1 to " + std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
 }
 
 bool valid_set_name(std::string_view name) noexcept {

@@ -74,6 +74,8 @@ struct RequestParse {
 // A set name (set=NAME): 1 to kMaxSetName bytes of a-z, 0-9, '_' and '-'.
 inline constexpr std::size_t kMaxSetName = 64;
 bool valid_set_name(std::string_view name) noexcept;
+// What a set name must be, for errors: "expected 1 to 64 of a-z, 0-9, '_', '-'".
+std::string set_name_expected();
 
 // Longest ttl= value, in seconds (about 31 years).
 inline constexpr uint64_t kMaxTtlSeconds = 999'999'999;

@@ -229,8 +229,7 @@ void refuse_blanks(const std::vector<std::string>& words) {
 }
 void refuse_bad_set_name(const CLI::Option* opt, const std::string& name) {
   if (opt->count() == 0 || cg::valid_set_name(name)) return;
-  die("bad set name '" + name.substr(0, cg::kMaxSetName) + "': expected 1 to " + std::to_string(cg::kMaxSetName) +
-      " of a-z, 0-9, '_', '-'; nothing was sent");
+  die("bad set name '" + name.substr(0, cg::kMaxSetName) + "': " + cg::set_name_expected() + "; nothing was sent");
 }
 
 // add/del: one rule is one request; several rules go as one `batch`, applied

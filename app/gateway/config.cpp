@@ -333,7 +333,7 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
     }
     if (!plain_string(*t, "set", 256, f.set, w, err)) return false;
     if (t->get("set") != nullptr && !valid_set_name(f.set)) {
-      *err = w + ".set: expected 1 to " + std::to_string(kMaxSetName) + " of a-z, 0-9, '_', '-'";
+      *err = w + ".set: " + set_name_expected();
       return false;
     }
     if (f.set == "default") f.set.clear();  // the default set is "" throughout

@@ -104,9 +104,9 @@ int run_gateway(const RunOptions& o) {
         const auto used = [&](uint16_t q) {
           return std::any_of(pairs.begin(), pairs.end(), [q](const auto& ab) { return ab.first == q || ab.second == q; });
         };
-        if (a == b || used(a) || used(b)) {
-          const int code = fail(2, "pair[" + std::to_string(i) + "].ports: port " + std::to_string(a == b || used(a) ? a : b) +
-                                       " ('" + (a == b || used(a) ? p.a : p.b) + "') is already paired; each port is in one pair");
+        if (const bool first = a == b || used(a); first || used(b)) {
+          const int code = fail(2, "pair[" + std::to_string(i) + "].ports: port " + std::to_string(first ? a : b) +
+                                       " ('" + (first ? p.a : p.b) + "') is already paired; each port is in one pair");
           rte_eal_cleanup();
           return code;
         }
