@@ -153,6 +153,7 @@ TEST_F(StreamSyncTest, GarbageFromOtherToolsIsCountedAndSkipped) {
   EXPECT_TRUE(m.rules.count("host tool.example"));
   EXPECT_EQ(s.stats().garbage, 2u);
   EXPECT_EQ(m.entries, 2u);
+  EXPECT_EQ(s.stats().applied, 2u);  // skipped, not applied
   EXPECT_EQ(m.last, last_id);  // garbage still advances the recorded position
 }
 
@@ -195,7 +196,7 @@ TEST_F(StreamSyncTest, CatchUpAppliesPagesInLargeBatches) {
   ASSERT_TRUE(serve_until({&b}, [&] { return b.connected(); })) << b.stats().last_error;
   EXPECT_EQ(mb.last, ids[0]);
   EXPECT_EQ(mb.calls, (std::vector<std::size_t>{10000, 10000, 5002}));  // 27 pages
-  EXPECT_EQ(b.stats().applied, 25002u);
+  EXPECT_EQ(b.stats().applied, 25001u);  // the garbage entry is skipped, not applied
   EXPECT_EQ(b.stats().garbage, 1u);
   EXPECT_EQ(mb.rules, ma.rules);
   EXPECT_EQ(mb.rules.size(), 24999u);
@@ -257,6 +258,47 @@ TEST_F(StreamSyncTest, RedisDownRefusesWritesThenReconnectsAndConverges) {
   EXPECT_EQ(ma.rules, mb.rules);
   EXPECT_EQ(ma.rules.size(), 2u);
   EXPECT_GE(a.stats().reconnects, 1u);
+  // Connected again: the connection's error is over.
+  EXPECT_EQ(a.stats().last_error, "");
+  EXPECT_EQ(b.stats().last_error, "");
+}
+
+// Redis restarted without its data (here: the stream deleted while B was
+// away). A's changes of that time are lost for B, which must say so, and
+// everything in the stream made anew is new to B, whatever its IDs.
+TEST_F(StreamSyncTest, AStreamDeletedWhileAwayIsAGapAndItsNewEntriesAreAllRead) {
+  MapApplier ma, mb;
+  StreamSync a(options("a"), ma, {});
+  ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
+  std::vector<StreamId> ids = publish_ok(a, {add("host one.example"), add("host two.example")});
+  {
+    StreamSync b(options("b"), mb, {});
+    ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[1]; }));
+  }
+  publish_ok(a, {add("host lost.example")});
+  redis_->cli({"DEL", "cuckoogate:rules"});
+  {  // no stream at all while B starts
+    StreamSync b(options("b"), mb, mb.last);
+    ASSERT_TRUE(serve_until({&b}, [&] { return b.connected(); }));
+    EXPECT_EQ(b.stats().gaps, 1u);
+    EXPECT_NE(b.stats().last_error.find("is gone"), std::string::npos) << b.stats().last_error;
+  }
+  // Made anew by a tool with IDs below B's position.
+  redis_->cli({"XADD", "cuckoogate:rules", "1-1", "op", "add", "rule", "host early.example"});
+  const std::string last = redis_->cli({"XADD", "cuckoogate:rules", "1-2", "op", "add", "rule", "ip 192.0.2.7"});
+  const StreamId last_id = *StreamId::parse(last.substr(0, last.find('\n')));
+  StreamSync b(options("b"), mb, ids[1]);
+  ASSERT_TRUE(serve_until({&b}, [&] { return b.stats().last_applied == last_id; })) << b.stats().last_error;
+  EXPECT_EQ(b.stats().gaps, 1u);
+  EXPECT_NE(b.stats().last_error.find("made anew"), std::string::npos) << b.stats().last_error;
+  EXPECT_TRUE(mb.rules.count("host early.example"));
+  EXPECT_TRUE(mb.rules.count("ip 192.0.2.7"));
+  EXPECT_TRUE(mb.rules.count("host one.example"));  // what B had stays
+  EXPECT_FALSE(mb.rules.count("host lost.example"));  // the gap
+  // A stream that still holds B's history is no gap.
+  StreamSync b2(options("b"), mb, mb.last);
+  ASSERT_TRUE(serve_until({&b2}, [&] { return b2.connected(); }));
+  EXPECT_EQ(b2.stats().gaps, 0u);
 }
 
 TEST_F(StreamSyncTest, ALocalJournalFailureStopsTheSync) {

@@ -61,6 +61,10 @@ bool StreamSync::connect(std::string* err) {
   pub_ = RedisConn::connect(o_.url, o_.io_timeout, err);
   if (pub_) follow_ = RedisConn::connect(o_.url, o_.io_timeout, err);
   if (!pub_ || !follow_) return false;
+  // Connected again: the error that broke the last connection (or kept this
+  // one from being made) is over. What the steps below find (a gap, a
+  // garbage entry) is recorded afresh.
+  stats_.last_error.clear();
   if (!rebuild_if_trimmed(err) || !catch_up(nullptr, err) || !append_outbox(err) || !send_follow(err))
     return false;
   stats_.connected = true;
@@ -173,7 +177,9 @@ bool StreamSync::apply_batch(std::string* err) {
   if (batch_.empty()) return true;
   const bool ok = a_.apply(batch_, err);
   if (ok) {
-    stats_.applied += batch_.size();
+    // Garbage entries (no decoded entry) were skipped, not applied; they
+    // still move the position past them.
+    for (const Received& r : batch_) stats_.applied += r.entry != nullptr;
     stats_.last_applied = batch_.back().id;
   } else {
     local_failed_ = true;
@@ -240,13 +246,15 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
   // or from the snapshot first if entries were trimmed already.
   ReplyPtr info = pub_->command({"XINFO", "STREAM", o_.stream}, err);
   if (!info) return false;
-  if (reply_is_error(info.get())) return true;  // no stream yet: nothing was trimmed
+  if (reply_is_error(info.get())) {  // no stream: none yet, or it was deleted
+    if (!stats_.last_applied.is_zero()) stream_replaced("is gone");
+    return true;
+  }
   // Were entries after ours removed? XDEL records the largest deleted ID;
   // XTRIM only moves the first entry, so an entry count larger than the
   // length with a first entry past ours means some of what we need may be
   // gone (or only what we had applied: Redis cannot tell, so the snapshot
   // decides). Trim with MINID at or below the snapshot's ID (docs/sync.md).
-  const StreamId last = stats_.last_applied;
   const auto max_deleted = StreamId::parse(reply_str(info_field(info.get(), "max-deleted-entry-id")));
   const auto first = StreamId::parse(reply_str(info_field(info.get(), "recorded-first-entry-id")));
   const auto last_gen = StreamId::parse(reply_str(info_field(info.get(), "last-generated-id")));
@@ -256,6 +264,15 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
     *err = "XINFO STREAM: no max-deleted-entry-id / recorded-first-entry-id (Redis 7 or newer needed)";
     return false;
   }
+  // Deleted and made again (a Redis restarted without its data, a DEL):
+  // IDs only grow within one stream, so one whose IDs never reached our last
+  // entry, or one that never lost an entry (trimmed or deleted) yet starts
+  // after ours, is not the stream we read. Everything in it is new here.
+  const StreamId mine = stats_.last_applied;
+  if (!mine.is_zero() &&
+      (*last_gen < mine || (added == length && max_deleted->is_zero() && (length == 0 || *first > mine))))
+    stream_replaced("was deleted and made anew");
+  const StreamId last = stats_.last_applied;
   const bool trimmed = added > length && (length == 0 ? *last_gen > last : *first > last);
   if (*max_deleted <= last && !trimmed) return true;
   ReplyPtr snap = pub_->command({"GET", o_.snapshot_key()}, err);
@@ -286,6 +303,17 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
   stats_.last_applied = *at;
   ++stats_.snapshot_rebuilds;
   return true;
+}
+
+// The stream no longer holds this gateway's history: changes made while it
+// was away may be lost for good (counted as a gap, said in last_error). The
+// position goes back to the start, so that everything the stream holds now
+// (or the stream made next) is read: all of it is new here.
+void StreamSync::stream_replaced(const char* what) {
+  ++stats_.gaps;
+  stats_.last_error = "the stream " + o_.stream + " " + what + " (it does not hold " + stats_.last_applied.str() +
+                      ", the last entry applied here): the rule set may miss changes; reading it from its start";
+  stats_.last_applied = StreamId{};
 }
 
 bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err) {
