@@ -139,6 +139,16 @@ bool c_string(const toml::node& n, std::string& out, const std::string& where, s
   return true;
 }
 
+// A path: a string, and not "" (which would read as "not given").
+bool c_path(const toml::node& n, std::string& out, const std::string& where, std::string* err) {
+  if (!c_string(n, out, where, err)) return false;
+  if (out.empty()) {
+    *err = where + ": an empty path (leave the key out for the default)";
+    return false;
+  }
+  return true;
+}
+
 bool string_list(const toml::node* n, std::vector<std::string>& out, const std::string& where,
                  std::string* err) {
   if (n == nullptr) return true;
@@ -314,7 +324,7 @@ bool read_rule_feeds(const toml::node* n, const std::string& path, std::vector<R
       *err = w + ": 'path' (the file) is required";
       return false;
     }
-    if (!c_string(*pn, f.path, w + ".path", err)) return false;
+    if (!c_path(*pn, f.path, w + ".path", err)) return false;
     std::string format = "rules", as;
     if (!plain_string(*t, "format", 16, format, w, err) || !plain_string(*t, "as", 16, as, w, err)) return false;
     const auto fmt = feeds::format_from_name(format);
@@ -410,7 +420,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     if (!memory_size(*g, "max_memory", c.max_memory, w, err)) return false;
     if (!integer(*g, "rx_desc", uint16_t{64}, uint16_t{32768}, c.rx_desc, w, err)) return false;
     if (!integer(*g, "tx_desc", uint16_t{64}, uint16_t{32768}, c.tx_desc, w, err)) return false;
-    if (const toml::node* s = g->get("ctl"); s != nullptr && !c_string(*s, c.ctl, w + ".ctl", err))
+    if (const toml::node* s = g->get("ctl"); s != nullptr && !c_path(*s, c.ctl, w + ".ctl", err))
       return false;
     if (!integer(*g, "ctl_idle_timeout", 1u, 3600u, c.ctl_idle_timeout_s, w, err)) return false;
     if (!integer(*g, "flows_per_worker", uint64_t{0}, uint64_t{1} << 31, c.flows_per_worker, w, err))
@@ -449,7 +459,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
       c.quic = *s;
     }
     if (const toml::node* s = g->get("state_dir");
-        s != nullptr && !c_string(*s, c.state_dir, w + ".state_dir", err))
+        s != nullptr && !c_path(*s, c.state_dir, w + ".state_dir", err))
       return false;
     if (!string_list(g->get("rules"), c.rules, w + ".rules", err)) return false;
   } else if (root.contains("gateway")) {

@@ -85,6 +85,11 @@ bool reject_extras(const std::string& command, const std::vector<std::string>& e
   return true;
 }
 
+// A path option given as "" would otherwise mean "not given" downstream
+// (the default control socket, no state directory): refuse it instead.
+const CLI::Validator kNonEmptyPath(
+    [](const std::string& v) { return v.empty() ? std::string("an empty path") : std::string(); }, "PATH");
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,8 +115,9 @@ int main(int argc, char** argv) {
                                             "until SIGINT, SIGTERM or SIGHUP");
   run->add_option("--config", ro.config, "TOML configuration (see config/README.md)")->check(CLI::ExistingFile);
   run->add_option("--ctl", ro.ctl, "Control socket path (default $CUCKOOGATE_CTL or "
-                                    "/run/cuckoogate/cuckoogate.sock)");
-  run->add_option("--state-dir", ro.state_dir, "Directory for durable rule state");
+                                    "/run/cuckoogate/cuckoogate.sock)")
+      ->check(kNonEmptyPath);
+  run->add_option("--state-dir", ro.state_dir, "Directory for durable rule state")->check(kNonEmptyPath);
   run->add_option("--redis", ro.redis, "Share the blocklist through this Redis (redis://host:port/db or "
                                        "unix:///path; overrides [sync] redis; docs/sync.md)");
   run->add_option("--gateway-id", ro.gateway_id, "This gateway's name in the shared log (default: host name)");
@@ -155,7 +161,7 @@ int main(int argc, char** argv) {
   rep->add_option("--drop", po.drop, "Where dropped packets are written (default: freed)");
   rep->add_option("--workers", po.workers, "Worker lcores; 1 keeps the exact packet order, more keep "
                                            "the order within each flow")->check(CLI::Range(1, 64));
-  rep->add_option("--ctl", po.ctl, "Open a control socket at PATH during the replay");
+  rep->add_option("--ctl", po.ctl, "Open a control socket at PATH during the replay")->check(kNonEmptyPath);
   rep->add_option("--redis", po.redis, "With --ctl: share the blocklist through this Redis (docs/sync.md)");
   rep->add_option("--gateway-id", po.gateway_id, "This gateway's name in the shared log (default: host name)");
   rep->add_option("--stats-json", po.stats_json, "Write the summary as JSON to FILE");

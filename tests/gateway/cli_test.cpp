@@ -136,6 +136,20 @@ TEST_F(Cli, ReplayRefusesARateThatIsNotPositive) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+TEST_F(Cli, AnEmptyPathIsRefusedNotTakenAsTheDefault) {
+  Result r = replay({"--out", path("p.pcap"), "--ctl", ""});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--ctl"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("an empty path"), std::string::npos) << r.err;
+  for (const char* opt : {"--ctl", "--state-dir"}) {
+    r = cuckoogate({"run", opt, "", "--", "--no-huge", "--no-pci", "--no-shconf", "-m", "512"});
+    EXPECT_EQ(r.status, 2) << opt << ": " << r.err;
+    EXPECT_NE(r.err.find(opt), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("an empty path"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(path("p.pcap")));
+}
+
 // --- EAL options in either order ---------------------------------------------
 
 // `run` on two net_pcap ports whose EAL arguments contain '=' and ','.

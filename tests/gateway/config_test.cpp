@@ -99,6 +99,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Bad{"[gateway]\nrules = [\"ok.rules\", \"a.rules\\u0000b\"]\n", "gateway.rules: a string may not contain a NUL"},
                     Bad{"[gateway]\nctl = \"/tmp/s\\u0000\"\n", "gateway.ctl: a string may not contain a NUL"},
                     Bad{"[gateway]\nstate_dir = \"\\u0000\"\n", "gateway.state_dir: a string may not contain a NUL"},
+                    // "" would read as "not given": the default socket, no state kept.
+                    Bad{"[gateway]\nctl = \"\"\n", "gateway.ctl: an empty path"},
+                    Bad{"[gateway]\nstate_dir = \"\"\n", "gateway.state_dir: an empty path"},
                     Bad{"[eal]\nargs = [\"-l\\u00000\"]\n", "eal.args: a string may not contain a NUL"},
                     Bad{"[[pair]]\nports = [\"a\\u0000\", \"b\"]\n", "pair[0].ports"},
                     Bad{"[[pair]]\nports = [0, 1]\n[[pair]]\nports = 3\n", "pair[1].ports"},
@@ -281,6 +284,7 @@ TEST(ParseConfig, RuleFeedsTakeAPathAFormatAndForCidrAKind) {
       {"[[rules]]\npath = \"a\"\nfile = \"b\"\n", "unknown key 'file'"},
       {"rules = 3\n", "'rules' must be an array of tables"},
       {"[[rules]]\npath = \"a\\u0000b\"\n", "rules[0].path: a string may not contain a NUL"},
+      {"[[rules]]\npath = \"\"\n", "rules[0].path: an empty path"},
       {"[[rules]]\npath = \"a\"\nset = \"Ads\"\n", "inline: rules[0].set: expected 1 to 64 of a-z"},
       {"[[rules]]\npath = \"a\"\nset = \"ads replace\"\n", "inline: rules[0].set: expected 1 to 64"},
       {"[[rules]]\npath = \"a\"\nset = \"\"\n", "inline: rules[0].set: expected"},
