@@ -534,6 +534,47 @@ TEST(DurableLogCorruption, MissingJournalInTheMiddleIsAnError) {
   EXPECT_NE(r.status.message().find("missing"), std::string::npos) << r.status.message();
 }
 
+// The journal after the newest snapshot was made before it: deleted, or
+// emptied to nothing (which a crash at rotation cannot do to it), the
+// records acknowledged after the snapshot are gone, and recovery says so.
+TEST(DurableLogCorruption, TheJournalAfterTheSnapshotMissingOrEmptiedIsAnError) {
+  for (const bool remove : {true, false}) {
+    SCOPED_TRACE(remove ? "removed" : "emptied");
+    test::TempDir dir;
+    write_records(dir.path(), 10);
+    {
+      Recovered r = recover(dir.path());
+      std::uint64_t seq = 0;
+      ASSERT_TRUE(r.log->rotate(&seq).ok());  // wal-11
+      for (int i = 11; i <= 15; ++i) ASSERT_TRUE(r.log->append(payload_of(i)).ok());
+      ASSERT_TRUE(r.log->sync().ok());
+      auto pl = payloads_1_to(10);
+      std::size_t k = 0;
+      ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {
+        if (k == pl.size()) return false;
+        *p = pl[k++];
+        return true;
+      }).ok());
+    }
+    const std::string wal = dir.file(DurableLog::journal_name(11));
+    if (remove) fs::remove(wal);
+    else write_all(wal, "");
+    Recovered r = recover(dir.path());
+    EXPECT_EQ(r.status.code(), Errc::corrupt) << r.status.to_string();
+    EXPECT_NE(r.status.message().find(DurableLog::journal_name(11)), std::string::npos) << r.status.message();
+    EXPECT_NE(r.status.message().find(remove ? "is missing" : "emptied"), std::string::npos) << r.status.message();
+    r.log.reset();
+    Recovered s = recover(dir.path(), true);  // salvage goes on from the snapshot
+    ASSERT_TRUE(s.status.ok()) << s.status.to_string();
+    EXPECT_TRUE(s.report.salvaged);
+    EXPECT_EQ(s.snapshot.size(), 10U);
+    EXPECT_TRUE(s.journal.empty());
+    s.log.reset();
+    Recovered again = recover(dir.path());  // and the store is whole again
+    EXPECT_TRUE(again.status.ok()) << again.status.to_string();
+  }
+}
+
 TEST(DurableLogCorruption, DamageInAnOlderJournalIsAnErrorEvenAtItsEnd) {
   test::TempDir dir;
   write_records(dir.path(), 10);

@@ -206,7 +206,18 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     }
   }
 
-  // 2. The journals, oldest first.
+  // 2. The journals, oldest first. A snapshot S is renamed into place only
+  // after wal-(S+1) was made and synced (rotate), and that journal is removed
+  // only by a later snapshot: without it, whatever was acknowledged after S
+  // may be gone, and nothing else would tell.
+  if (snap_seq != 0 && !std::binary_search(wals.begin(), wals.end(), snap_seq + 1)) {
+    const std::string what = journal_name(snap_seq + 1) + " is missing (" + snapshot_name(snap_seq) +
+                             " was written after it was made): records after " + std::to_string(snap_seq) +
+                             " may be lost";
+    if (!opt.salvage) return {Errc::corrupt, fsu::join(dir, what) + " (open with salvage to go on from the snapshot)"};
+    rep.salvaged = true;
+    rep.notes.push_back("salvage: " + what);
+  }
   std::uint64_t expected = snap_seq + 1;  // the next record number to replay
   std::string last_path;                  // journal to append to, if reusable
   std::uint64_t last_first = 0, last_end = 0, last_file_next = 0;
@@ -227,7 +238,10 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
       if (is_last) {
         if (Status s = has_valid_record(file, 0, &valid_in_file); !s.ok()) return s;
       }
-      if (is_last && !valid_in_file) {
+      // The journal a snapshot was taken into had its header synced before
+      // the snapshot was renamed into place: no crash leaves it headerless.
+      const bool made_before_snapshot = snap_seq != 0 && wals[i] == snap_seq + 1;
+      if (is_last && !valid_in_file && !made_before_snapshot) {
         // Crash while creating the journal: it never held a record.
         ::unlink(path.c_str());
         rep.torn_tail = true;
@@ -237,7 +251,9 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
         rep.notes.push_back(path + ": torn journal header, file removed");
         break;
       }
-      damage = "bad journal header";
+      damage = made_before_snapshot ? "bad journal header (emptied or overwritten since " +
+                                          snapshot_name(snap_seq) + " was written after it)"
+                                    : "bad journal header";
     } else {
       file_next = first;
       while (off < file.size()) {
