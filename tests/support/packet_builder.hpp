@@ -95,6 +95,10 @@ class Packet {
   Packet& icmp() { l4_ = L4::icmp; proto_ = v6_ ? 58 : 1; return *this; }
   // Any other protocol number; the payload follows the IP header directly.
   Packet& proto(uint8_t p) { l4_ = L4::raw; proto_ = p; return *this; }
+  // Fill in the TCP/UDP checksum as a sending host does (left 0 otherwise,
+  // as by a host whose NIC would compute it); `delta` is added to it, so a
+  // non-zero one makes it wrong on purpose.
+  Packet& checksum(uint16_t delta = 0) { l4_csum_ = true; csum_delta_ = delta; return *this; }
   Packet& payload(std::string_view p) { payload_.assign(p.begin(), p.end()); return *this; }
   Packet& payload(const Bytes& p) { payload_ = p; return *this; }
 
@@ -114,6 +118,7 @@ class Packet {
       return f;
     }
     Bytes l4 = transport();
+    if (l4_csum_ && (l4_ == L4::tcp || l4_ == L4::udp)) fill_l4_checksum(l4);
     if (v6_) {
       append_ipv6(f, l4);
     } else {
@@ -161,6 +166,25 @@ class Packet {
     }
     t.insert(t.end(), payload_.begin(), payload_.end());
     return t;
+  }
+
+  // RFC 793/768 with the pseudo-header of RFC 791 or RFC 8200 section 8.1,
+  // summed 16 bits at a time (the plain way: a reference for the product's).
+  void fill_l4_checksum(Bytes& l4) const {
+    const std::size_t at = l4_ == L4::tcp ? 16 : 6;
+    uint32_t sum = 0;
+    const std::size_t alen = v6_ ? 16 : 4;
+    for (std::size_t i = 0; i < alen; i += 2) sum += (src_[i] << 8 | src_[i + 1]) + (dst_[i] << 8 | dst_[i + 1]);
+    sum += proto_;
+    sum += static_cast<uint32_t>(l4.size());
+    for (std::size_t i = 0; i < l4.size(); i += 2)
+      sum += (l4[i] << 8) | (i + 1 < l4.size() ? l4[i + 1] : 0);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    uint16_t csum = static_cast<uint16_t>(~sum);
+    if (l4_ == L4::udp && csum == 0) csum = 0xffff;  // 0 means "none" in UDP
+    csum = static_cast<uint16_t>(csum + csum_delta_);
+    l4[at] = static_cast<uint8_t>(csum >> 8);
+    l4[at + 1] = static_cast<uint8_t>(csum);
   }
 
   void append_ipv4(Bytes& f, const Bytes& l4) const {
@@ -252,6 +276,8 @@ class Packet {
   uint32_t seq_ = 1000, ack_ = 0;
   Bytes tcp_opts_;
   Bytes payload_;
+  bool l4_csum_ = false;
+  uint16_t csum_delta_ = 0;
 };
 
 // A TLS 1.2 record holding a ClientHello; with an SNI extension (host_name
