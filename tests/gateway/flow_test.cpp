@@ -611,6 +611,16 @@ TEST_F(Flows, HttpRequestsAreJudgedWholeAndOnlyFromTheClient) {
     replay(cat(hs, {p1, body}), rules);
     EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
   }
+  {  // a body length the gateway cannot read (lenient servers serve such a
+     // request): the head is judged all the same
+    for (const char* framing : {"Transfer-Encoding: identity", "Content-Length: -1"}) {
+      const std::string odd = "GET / HTTP/1.1\r\nHost: blocked.example\r\n" + std::string(framing) + "\r\n\r\n";
+      const Bytes req = k.data(odd);
+      const auto st = replay(cat(hs, {req}), rules);
+      EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{req})) << framing;
+      EXPECT_EQ(st["dropped_by_kind"]["host"], 1) << framing;
+    }
+  }
   {  // the server's download starting like a blocked request passes
     const Bytes req = k.data(ok);
     const Bytes down = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(ok.size())).payload(bad).frame();

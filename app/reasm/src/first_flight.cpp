@@ -137,7 +137,7 @@ HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head)
   bool have_length = false;
   uint64_t length = 0;
   bool chunked = false;
-  bool bad_te = false;
+  bool bad_te = false, bad_length = false;
   std::size_t line = i;
   for (bool first = true;; first = false) {
     const std::size_t lf = line_end(p, n, line);
@@ -158,14 +158,13 @@ HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head)
       std::size_t ve = e;
       trim(p, vb, ve);
       if (equals_lower(p + line, c - line, "content-length")) {
-        if (vb == ve) return h.status = Frame::kInvalid, h;
         uint64_t v = 0;
-        for (std::size_t k = vb; k < ve; ++k) {
-          if (p[k] < '0' || p[k] > '9' || v > (uint64_t{1} << 58))
-            return h.status = Frame::kInvalid, h;
+        bool ok = vb != ve;
+        for (std::size_t k = vb; ok && k < ve; ++k) {
+          ok = p[k] >= '0' && p[k] <= '9' && v <= (uint64_t{1} << 58);
           v = v * 10 + (p[k] - '0');
         }
-        if (have_length && v != length) return h.status = Frame::kInvalid, h;
+        bad_length = bad_length || !ok || (have_length && v != length);
         have_length = true;
         length = v;
       } else if (equals_lower(p + line, c - line, "transfer-encoding")) {
@@ -181,10 +180,15 @@ HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head)
     line = lf + 1;
   }
   // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; a final
-  // coding other than chunked leaves a request without a knowable length.
-  if (bad_te) return h.status = Frame::kInvalid, h;
+  // coding other than chunked leaves a request without a knowable length,
+  // and so does a Content-Length that does not read as one number. Servers
+  // disagree on such a head (nginx and Node refuse most, Node serves
+  // "identity", Python's http.server "-1"): it is a request, judged whole.
   h.status = Frame::kComplete;
-  if (chunked) {
+  if (bad_te || (!chunked && bad_length)) {
+    h.body = HttpBody::kUnknown;
+    h.next = h.head_end;
+  } else if (chunked) {
     h.body = HttpBody::kChunked;
     h.next = 0;
   } else if (have_length) {

@@ -210,6 +210,10 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       if (h.status == Frame::kComplete) {
         if (held) ++c_.completed;
         message(q + h.start, h.head_end - h.start, App::kHttp);
+        if (h.body == HttpBody::kUnknown) {
+          finish(s);  // judged; where the next request would start cannot be known
+          return Step::kMessages;
+        }
         if (h.body == HttpBody::kChunked) {
           advance = h.head_end;
           set_phase(s, kChunked);

@@ -62,6 +62,10 @@ enum class HttpBody : uint8_t {
   kNone,     // no body: the next request starts at head_end
   kLength,   // Content-Length: the next request starts at head_end + content_length
   kChunked,  // Transfer-Encoding ending in chunked: see find_chunked_end()
+  kUnknown,  // a Content-Length or Transfer-Encoding this cannot read (two
+             // lengths, "abc", "-1", a last coding other than chunked):
+             // strict servers refuse the request, lenient ones serve it,
+             // so it is judged; where the next request starts is unknowable
 };
 
 struct HttpHead {
@@ -79,10 +83,9 @@ struct HttpHead {
 // servers skip them), then a request line beginning with a method token
 // followed by a space, then header lines, ending at the first empty line.
 // Lines end in LF with an optional CR before it (bare LF as nginx and Node
-// accept). kInvalid: the first line does not start with token SP, or the
-// head has two different Content-Length values, an unparsable one, or a
-// Transfer-Encoding whose last coding is not chunked (servers answer 400 or
-// close). kTooLarge: no empty line within max_head bytes of `start`.
+// accept). kInvalid: the first line does not start with token SP.
+// kComplete with body kUnknown: a head whose body length cannot be read.
+// kTooLarge: no empty line within max_head bytes of `start`.
 HttpHead detect_http_head(const uint8_t* p, std::size_t n,
                           std::size_t max_head = kHttpMaxHead) noexcept;
 
