@@ -339,12 +339,18 @@ Status DurableLog::open(const Options& opt, const RecordFn& on_snapshot,
     }
   } else {
     if (!last_path.empty() && last_first >= expected) {
-      // The newest journal cannot be appended to and would collide by name
-      // or order with the one we create; it holds nothing we replayed.
-      if (last_file_next > last_first) {
-        return {Errc::corrupt, last_path + ": records " + std::to_string(expected) +
-                                   ".." + std::to_string(last_first - 1) + " are missing"};
-      }
+      // The newest journal starts after what was replayed: the records
+      // between are gone, whether or not it holds any itself (a journal
+      // holding none yet is the normal state right after a snapshot, so a
+      // lost snapshot looks exactly like this). Removing it would also
+      // remove the only trace that they existed.
+      const std::string what = last_path + ": records " + std::to_string(expected) + ".." +
+                               std::to_string(last_first - 1) + " are missing" +
+                               (last_file_next > last_first ? "" : " (this journal holds none yet: was a snapshot lost?)");
+      if (!opt.salvage) return {Errc::corrupt, what};
+      rep.salvaged = true;
+      rep.notes.push_back("salvage: " + what + "; the journal is set aside and the store starts without them");
+      if (Status s = copy_aside(last_path); !s.ok()) return s;
       ::unlink(last_path.c_str());
     }
     const std::string path = fsu::join(dir, journal_name(expected));
