@@ -51,7 +51,9 @@ bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::s
       std::size_t b = pos + 5;
       while (b < end && (p[b] == ' ' || p[b] == '\t')) ++b;
       std::size_t e = end;
-      while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t')) --e;
+      // Trailing blanks and CRs: nginx reads "Host: a.example\r\r\n" as
+      // a.example (its parser skips a CR before the line's end).
+      while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r')) --e;
       if (e == b) return false;
       v = p + b;
       vlen = e - b;
@@ -139,11 +141,15 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.has_url = http;
     req.path = target + a1;
     req.path_len = tend - a1;
+    // RFC 9112 §3.2.2: the target's authority wins, but servers that route
+    // by the Host header (Node, Express) take that: both are looked up.
+    find_host_header(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len);
     return true;
   }
   if (mlen == 7 && std::memcmp(p, "CONNECT", 7) == 0) {  // authority-form
     req.authority = target;
     req.authority_len = tend;
+    find_host_header(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len);
     return true;
   }
   // asterisk-form and anything else: no url, host from the Host header

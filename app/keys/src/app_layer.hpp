@@ -19,6 +19,10 @@ struct HttpRequest {
   bool has_url = false;
   const uint8_t* path = nullptr;
   std::size_t path_len = 0;
+  // absolute-form and authority-form: the first Host header as well (nullptr
+  // when there is none), since some servers route by it whatever the target.
+  const uint8_t* host_header = nullptr;
+  std::size_t host_header_len = 0;
 };
 
 // True when the payload begins with an HTTP/1.x request line as lenient

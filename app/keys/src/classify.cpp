@@ -180,6 +180,16 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   }
   if (req.has_url) em.url(req, a);
   em.host(req.authority, a.host_len);
+  // A Host header naming another host than the target (absolute-form or
+  // CONNECT): servers routing by Host serve that one, so it is judged too.
+  if (req.host_header != nullptr) {
+    detail::AuthorityParts h;
+    detail::split_authority(req.host_header, req.host_header_len, h);  // a bad port: the name still counts
+    auto lower = [](uint8_t c) { return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c | 0x20) : c; };
+    bool same = h.host_len == a.host_len;
+    for (std::size_t i = 0; same && i < h.host_len; ++i) same = lower(req.host_header[i]) == lower(req.authority[i]);
+    if (h.host_len != 0 && !same) em.host(req.host_header, h.host_len);
+  }
 }
 
 // Every question's name (up to kMaxNamesPerPacket; a query with more, or
