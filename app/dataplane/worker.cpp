@@ -10,6 +10,7 @@
 #include <array>
 
 #include "cuckoogate/flow/flow_table.hpp"
+#include "cuckoogate/keys/checksum.hpp"
 #include "cuckoogate/keys/classify.hpp"
 #include "cuckoogate/mem/huge_pages.hpp"
 #include "cuckoogate/reasm/first_flight.hpp"
@@ -142,6 +143,7 @@ inline constexpr uint32_t kL2Overhead = 14 + 2 * 4;
 
 bool Worker::prepare(const WorkerConfig& cfg, int socket) {
   cfg_ = cfg;
+  checksums_trusted_ = cfg.checksums == ChecksumMode::kVerify;
   max_frame_.clear();
   for (const QueueLink& l : cfg.links) {
     uint16_t mtu = 1500;
@@ -507,6 +509,32 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                       (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop);
 }
 
+// Whether a tracked packet's bytes must not be read by the inspectors: its
+// checksums are bad (the NIC's verdict where it gave one, else computed) and
+// this worker verifies them (docs/reassembly.md, "Checksums"). `inspected`:
+// an inspector wants the packet. With checksums = "auto" a worker starts
+// trusting checksums at the first valid one it sees, among the packets it
+// would read and the handshake's SYN-ACKs (one per connection, in the
+// general path anyway); before that, and for every other packet, nothing
+// is computed.
+bool Worker::unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected) {
+  if (!inspected && (checksums_trusted_ || m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpSyn) == 0)) return false;
+  Checksum c;
+  const uint64_t l4 = mb->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+  const uint64_t ip = mb->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD || ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
+    c = Checksum::kBad;
+  } else if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD && (m.family == 6 || ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) {
+    c = Checksum::kGood;
+  } else {
+    c = check_checksums(frame, rte_pktmbuf_data_len(mb), m);
+  }
+  if (c == Checksum::kGood) checksums_trusted_ = true;
+  if (c != Checksum::kBad || !checksums_trusted_ || !inspected) return false;
+  bump(cfg_.stats->reasm_bad_checksum);
+  return true;
+}
+
 // A client datagram of a QUIC flow (UDP to port 443; docs/quic.md). With
 // quic = "inspect", its Initials are decrypted (keys from the connection ID),
 // their CRYPTO frames reassembled in the flow's slot, and the datagram that
@@ -698,7 +726,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
-    if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
+    if (tracked && cfg_.checksums != ChecksumMode::kOff &&
+        unreadable(pkts[i], frame, m, inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic))) {
+      classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
+    } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {

@@ -49,6 +49,25 @@ inline bool parse_quic_mode(const std::string& s, QuicMode* m) {
   return false;
 }
 
+// Checksums of the segments the inspectors read (docs/reassembly.md,
+// "Checksums"): a segment the receiver drops for its checksum must not be
+// read as the client's bytes (the insertion attack). kAuto verifies once the
+// worker has seen one valid checksum (so captures and hosts whose checksums
+// are left to a NIC, all of them wrong, are read as before); kVerify always;
+// kOff never.
+enum class ChecksumMode : uint8_t { kAuto, kVerify, kOff };
+inline const char* checksum_mode_name(ChecksumMode m) {
+  return m == ChecksumMode::kAuto ? "auto" : m == ChecksumMode::kVerify ? "verify" : "off";
+}
+inline bool parse_checksum_mode(const std::string& s, ChecksumMode* m) {
+  for (ChecksumMode c : {ChecksumMode::kAuto, ChecksumMode::kVerify, ChecksumMode::kOff})
+    if (s == checksum_mode_name(c)) {
+      *m = c;
+      return true;
+    }
+  return false;
+}
+
 struct WorkerConfig {
   unsigned id = 0;                     // worker index, also its QSBR thread id
   std::vector<QueueLink> links;        // queues this worker owns
@@ -83,6 +102,7 @@ struct WorkerConfig {
   // QUIC (UDP to port 443): decrypt client Initials and judge their SNI,
   // drop them (browsers fall back to TCP), or leave them alone (docs/quic.md).
   QuicMode quic = QuicMode::kInspect;
+  ChecksumMode checksums = ChecksumMode::kAuto;
   const std::atomic<uint64_t>* generation = nullptr;       // Blocklist::generation()
   const std::atomic<uint64_t>* pass_generation = nullptr;  // Blocklist::pass_generation()
   const std::atomic<uint64_t>* slot_removed_at = nullptr;  // Blocklist::slot_removed_at()
@@ -138,6 +158,7 @@ class Worker {
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
+  bool unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
   uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
@@ -152,6 +173,7 @@ class Worker {
   quic::Decoder* quic_ = nullptr;        // with a flow table and quic = inspect
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
+  bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
 };
 
 }  // namespace cg

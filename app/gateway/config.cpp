@@ -393,7 +393,7 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
     const std::string w = path + ": gateway";
     if (!check_keys(*g, {"workers", "verify", "malformed", "capacity", "max_memory", "ctl", "ctl_idle_timeout",
                          "state_dir", "rules", "rx_desc", "tx_desc", "flows_per_worker", "action",
-                         "inspect_overflow", "quic", "reject_dns", "reject_rate"}, w, err))
+                         "inspect_overflow", "quic", "checksums", "reject_dns", "reject_rate"}, w, err))
       return false;
     unsigned workers = 0;
     if (g->contains("workers")) {
@@ -457,6 +457,14 @@ bool read_root(const toml::table& root, const std::string& path, GatewayConfig& 
         return false;
       }
       c.quic = *s;
+    }
+    if (const toml::node* a = g->get("checksums")) {
+      const auto s = a->value<std::string>();
+      if (!s || (*s != "auto" && *s != "verify" && *s != "off")) {
+        *err = w + ".checksums: expected \"auto\", \"verify\" or \"off\"";
+        return false;
+      }
+      c.checksums = *s;
     }
     if (const toml::node* s = g->get("state_dir");
         s != nullptr && !c_path(*s, c.state_dir, w + ".state_dir", err))

@@ -68,6 +68,7 @@ struct GatewayConfig {
   uint32_t reject_rate = 1000;          // reject replies per second per worker
   bool inspect_overflow_drop = false;   // inspect_overflow = "pass" | "drop"
   std::string quic = "inspect";         // quic = "inspect" | "block" | "pass"
+  std::string checksums = "auto";       // checksums = "auto" | "verify" | "off"
   std::string state_dir;                // durable rule state ("" = none)
   std::vector<std::string> rules;       // rule files applied at start
   std::vector<RuleFeedConfig> rule_feeds;  // [[rules]]: files in a feed format, applied at start

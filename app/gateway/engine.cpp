@@ -77,6 +77,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "reassembly.overflow", s.inspect_overflow);
   line(out, p + "reassembly.conflicts", s.reasm_conflicts);
   line(out, p + "reassembly.dropped", s.inspect_dropped);
+  line(out, p + "reassembly.bad_checksum", s.reasm_bad_checksum);
   line(out, p + "quic.initials", s.quic_initials);
   line(out, p + "quic.completed", s.quic_completed);
   line(out, p + "quic.failed", s.quic_failed);
@@ -347,6 +348,7 @@ bool Engine::start(std::string* err) {
                opts_.fragments.timeout_ms};
     c.inspect_overflow_drop = opts_.inspect_overflow_drop;
     c.quic = opts_.quic;
+    c.checksums = opts_.checksums;
     c.reply_port = reply_port_;
     auto wk = std::make_unique<Worker>();
     if (!wk->prepare(c, static_cast<int>(rte_lcore_to_socket_id(lcores[w])))) {
@@ -502,6 +504,7 @@ void Engine::info_text(std::string& out) const {
   line(out, "reject_rate", uint64_t{opts_.reject_rate});
   out += std::string("inspect_overflow ") + (opts_.inspect_overflow_drop ? "drop" : "pass") + "\n";
   out += std::string("quic ") + quic_mode_name(opts_.quic) + "\n";
+  out += std::string("checksums ") + checksum_mode_name(opts_.checksums) + "\n";
   line(out, "flows_per_worker", opts_.flows);
   // One key per line and no key that is also another's prefix: `info --json`
   // nests keys on '.', so "fragments" beside "fragments.datagrams" cannot be.

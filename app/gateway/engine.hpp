@@ -35,6 +35,7 @@ struct EngineOptions {
   FragmentsConfig fragments;        // IP reassembly (docs/dataplane.md)
   bool inspect_overflow_drop = false;  // inspect_overflow = "drop" (docs/reassembly.md)
   QuicMode quic = QuicMode::kInspect;  // quic = "inspect" | "block" | "pass" (docs/quic.md)
+  ChecksumMode checksums = ChecksumMode::kAuto;  // checksums = "auto" | "verify" | "off" (docs/reassembly.md)
 };
 
 class Engine {

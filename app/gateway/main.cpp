@@ -139,6 +139,11 @@ int main(int argc, char** argv) {
   run->add_option("--action", run_action, "What a rule does to a blocked flow: drop (default) or reject "
                                           "(TCP resets, DNS REFUSED, ICMP prohibited; docs/reject.md)")
       ->check(CLI::IsMember({"drop", "reject"}));
+  std::string run_checksums;
+  run->add_option("--checksums", run_checksums, "Checksums of the segments inspectors read: auto (verify once "
+                                                "a valid one is seen; default: gateway.checksums, else auto), "
+                                                "verify or off (docs/reassembly.md)")
+      ->check(CLI::IsMember({"auto", "verify", "off"}));
   std::string run_reject_dns;
   run->add_option("--reject-dns", run_reject_dns, "With --action reject: a blocked DNS query's answer, refused "
                                                   "or nxdomain (default: gateway.reject_dns, else refused)")
@@ -211,6 +216,9 @@ int main(int argc, char** argv) {
   rep->add_option("--quic", po.quic, "QUIC (UDP 443): inspect (decrypt client Initials, judge the SNI; "
                                      "default), block (drop them: browsers fall back to TCP) or pass")
       ->check(CLI::IsMember({"inspect", "block", "pass"}));
+  rep->add_option("--checksums", po.checksums, "Checksums of the segments inspectors read: auto (verify once "
+                                               "a valid one is seen; default), verify or off (docs/reassembly.md)")
+      ->check(CLI::IsMember({"auto", "verify", "off"}));
   rep->add_option("--reply", po.reply, "With --action reject: write every reply packet to this pcap "
                                        "(default: replies are discarded)");
   rep->allow_extras();
@@ -235,6 +243,7 @@ int main(int argc, char** argv) {
     if (run_workers != 0) ro.workers = run_workers;
     if (run_flows_opt->count() != 0) ro.flows = run_flows;
     if (!run_action.empty()) ro.reject = run_action == "reject";
+    if (!run_checksums.empty()) ro.checksums = run_checksums;
     if (!run_reject_dns.empty()) ro.reject_nxdomain = run_reject_dns == "nxdomain";
     if (run_reject_rate_opt->count() != 0) ro.reject_rate = run_reject_rate;
     ro.eal = split.eal;

@@ -332,6 +332,7 @@ int replay(const ReplayOptions& o) {
     eo.fragments = o.fragments;
     eo.inspect_overflow_drop = o.inspect_overflow_drop;
     parse_quic_mode(o.quic, &eo.quic);  // checked by the command line
+    parse_checksum_mode(o.checksums, &eo.checksums);  // checked by the command line
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(q);
     pc.rx_desc = pc.tx_desc = kDesc;

@@ -30,6 +30,7 @@ struct ReplayOptions {
   FragmentsConfig fragments;       // --fragments, --frag-*: as [fragments]
   bool inspect_overflow_drop = false;  // --inspect-overflow drop
   std::string quic = "inspect";        // --quic inspect|block|pass
+  std::string checksums = "auto";      // --checksums auto|verify|off
   std::string reply;               // reject replies to this pcap (empty: discarded)
   std::string redis;               // --redis URL: share the blocklist (docs/sync.md)
   std::string gateway_id;          // --gateway-id (default: the host name)

@@ -162,6 +162,7 @@ int run_gateway(const RunOptions& o) {
     eo.fragments = cfg.fragments;
     eo.inspect_overflow_drop = cfg.inspect_overflow_drop;
     parse_quic_mode(cfg.quic, &eo.quic);  // validated by the config parser
+    parse_checksum_mode(o.checksums.empty() ? cfg.checksums : o.checksums, &eo.checksums);  // both validated
     PortConfig pc;
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;

@@ -19,6 +19,7 @@ struct RunOptions {
   std::optional<bool> reject;         // --action reject|drop; overrides the config
   std::optional<bool> reject_nxdomain;  // --reject-dns nxdomain|refused; overrides the config
   std::optional<uint32_t> reject_rate;  // --reject-rate; overrides the config
+  std::string checksums;              // --checksums auto|verify|off; overrides the config
   std::string redis;                  // --redis URL: overrides [sync] redis
   std::string gateway_id;             // --gateway-id: overrides [sync] gateway_id
   std::vector<std::string> eal;       // after `--`; replaces the config's [eal] args

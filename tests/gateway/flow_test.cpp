@@ -529,6 +529,46 @@ TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
   }
 }
 
+// The insertion attack (Ptacek and Newsham): a ClientHello naming a fine
+// host, sent first with a bad checksum, which the server drops but a gateway
+// that does not check reads and judges; then the real one at the same
+// sequence number, which such a gateway takes for a retransmission of bytes
+// already judged. With checksums verified the first is not read (counted)
+// and the second is judged. "auto" verifies once a valid checksum was seen
+// (here: the SYN-ACK's), so captures without checksums read as before.
+TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
+  const Conn k;
+  const Bytes fake = tls_client_hello("fine.example"), real = tls_client_hello("blocked.example");
+  ASSERT_EQ(fake.size() + 3, real.size());
+  auto c2s = [&](uint8_t flags, uint32_t seq, uint32_t ack) { return k.c2s(flags, seq, ack).checksum(); };
+  auto s2c = [&](uint8_t flags, uint32_t seq, uint32_t ack) { return k.s2c(flags, seq, ack).checksum(); };
+  const std::vector<Bytes> hs = {c2s(0x02, 100, 0).frame(), s2c(0x12, 500, 101).frame(), c2s(0x10, 101, 501).frame()};
+  const Bytes bad = c2s(0x18, 101, 501).payload(fake).checksum(0x55).frame();
+  const Bytes good = c2s(0x18, 101, 501).payload(real).frame();
+  const std::string rules = "host blocked.example\n";
+  for (const char* mode : {"auto", "verify"}) {
+    SCOPED_TRACE(mode);
+    const auto st = replay(cat(hs, {bad, good}), rules, {"--checksums", mode});
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {bad}));  // forwarded: the server drops it
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good}));
+    EXPECT_EQ(st["reassembly"]["bad_checksum"], 1);
+  }
+  {  // off: the attack as it works on a gateway that does not check
+    const auto st = replay(cat(hs, {bad, good}), rules, {"--checksums", "off"});
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
+  }
+  // Without any valid checksum (a capture taken where a NIC computes them):
+  // "auto" reads every segment, "verify" none.
+  const std::vector<Bytes> plain = cat(k.handshake(), {k.data(std::string(real.begin(), real.end()))});
+  auto st = replay(plain, rules);
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{plain.back()}));
+  EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
+  st = replay(plain, rules, {"--checksums", "verify"});
+  EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  EXPECT_EQ(st["reassembly"]["bad_checksum"], 1);
+}
+
 // The server takes a segment's urgent byte out of its stream (docs/rules.md),
 // and a bare ACK may point it into a later segment: a name spelled with one
 // such byte more must not pass. A client segment with URG in a first flight
