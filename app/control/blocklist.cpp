@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "cuckoogate/mem/huge_pages.hpp"
+#include "gateway/log.hpp"
 #include "cuckoogate/store/key_order.hpp"
 
 namespace cg {
@@ -242,6 +243,19 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   }
   if (notes != nullptr) *notes = report.notes;
   b->snapshot_records_ = report.snapshot_records;  // replayed at the next restart with the journal
+  if (report.salvaged) {
+    // What was kept is the state now: a snapshot of it replaces a damaged
+    // one (and supersedes journals set aside), so the next start reads a
+    // whole state directory instead of needing --salvage again, which
+    // would also salvage any new damage without a word.
+    if (const store::Status ss = b->store_->snapshot(); !ss.ok()) {
+      *err = "rule state in '" + o.state_dir + "': salvaged, but no snapshot of it could be written: " +
+             ss.to_string();
+      return nullptr;
+    }
+    b->snapshot_records_ = b->store_->size();
+    if (notes != nullptr) notes->push_back("wrote a snapshot of the salvaged state");
+  }
   // Rules stored in an older canonical form move to the key of their form
   // now, in one transaction, before the lookup structures are filled: looked
   // up in the old form they would never match (canonicalised) traffic, nor
@@ -516,7 +530,11 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
       t.rule = &c.rule;
     }
     Outcome fail = Outcome::kNotApplied;
-    if (c.op == Change::Op::kDel) {
+    if (c.op != Change::Op::kAdd) {
+      if (!t.present && c.op == Change::Op::kForget) {
+        out[i] = Outcome::kAbsent;  // nothing to do, and nothing failed
+        continue;
+      }
       if (!t.present) {
         fail = Outcome::kAbsent;
       } else {
@@ -611,7 +629,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
       for (std::size_t j = b; j < e; ++j) {
         const uint32_t i = order[j];
         const Change& c = changes[i];
-        if (c.op == Change::Op::kDel) {
+        if (c.op != Change::Op::kAdd) {  // kDel, kForget: alike outside an atomic apply
           out[i] = present ? Outcome::kDeleted : Outcome::kAbsent;
           deleted = deleted || present;
           present = false;
@@ -907,11 +925,21 @@ void Blocklist::maybe_snapshot() {
     const uint64_t live = store_->size();
     const uint64_t replayed = snapshot_records_ + store_->records_since_snapshot();
     const uint64_t dead = replayed > live ? replayed - live : 0;
-    if (dead >= std::max<uint64_t>(snapshot_every_, live)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (dead >= std::max<uint64_t>(snapshot_every_, live) && now >= next_compaction_ && !store_->read_only()) {
       const store::Status st = store_->snapshot();
       if (!st.ok()) {
         last_error_ = st.to_string();
+        compaction_error_ = last_error_;
+        ++compaction_failures_;
+        compaction_backoff_ = std::clamp(compaction_backoff_ * 2, std::chrono::milliseconds(1000),
+                                         std::chrono::milliseconds(600000));
+        next_compaction_ = now + compaction_backoff_;
+        CG_LOG(WARNING, control, "compacting the state directory failed (%s); next try in %lld s",
+               compaction_error_.c_str(), static_cast<long long>(compaction_backoff_.count() / 1000));
       } else {
+        compaction_error_.clear();
+        compaction_backoff_ = std::chrono::milliseconds(0);
         // The scan is weakly consistent, but writers are on this thread:
         // the snapshot holds exactly `live` rules (and the marks, a few).
         snapshot_records_ = live;

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -166,7 +167,9 @@ class Blocklist {
   // pipelined requests, and atomic multi-rule requests). Each change sees the
   // effect of the ones before it.
   struct Change {
-    enum class Op : uint8_t { kAdd, kDel };
+    // kForget: remove the rule if it is there; its absence fails nothing
+    // (an add whose expiry passed before it was applied: the Redis sync).
+    enum class Op : uint8_t { kAdd, kDel, kForget };
     Op op = Op::kAdd;
     Rule rule;
     int64_t ttl_ms = 0;  // add only; 0 = no expiry
@@ -298,6 +301,12 @@ class Blocklist {
   const std::atomic<uint64_t>* slot_removed_at() const noexcept { return removed_at_; }
   bool durable() const noexcept { return store_->durable(); }
   const std::string& last_error() const noexcept { return last_error_; }
+  // The state directory's health for `info`: the journal refuses changes
+  // after an I/O error; compactions that failed (a full disk, say) and why
+  // the last one did ("" once one succeeds).
+  bool store_read_only() const noexcept { return store_->read_only(); }
+  uint64_t compaction_failures() const noexcept { return compaction_failures_; }
+  const std::string& compaction_error() const noexcept { return compaction_error_; }
 
   // Per-rule hit counters (confirmed drops; counted only with verify on). The
   // counters live per worker; `reader(slot)` sums them. Slots are < max_slots()
@@ -358,6 +367,13 @@ class Blocklist {
   bool kind_keyed_addresses_ = false;  // Options::kind_keyed_addresses
   uint64_t snapshot_every_ = 0;        // Options::snapshot_every
   uint64_t snapshot_records_ = 0;      // records of the last snapshot written (or restored)
+  // A compaction that failed is tried again after a pause that doubles
+  // (1 s .. 10 min), not after every change: each try rotates the journal and
+  // scans the whole store.
+  uint64_t compaction_failures_ = 0;
+  std::string compaction_error_;
+  std::chrono::steady_clock::time_point next_compaction_{};
+  std::chrono::milliseconds compaction_backoff_{0};
   uint64_t growths_ = 0;
   mutable std::mutex tables_mu_;  // see lock_tables(); taken by grow_tables around the swap and the frees
   unsigned table_seq_ = 0;  // distinct names for the exact sets' EAL allocations

@@ -376,6 +376,11 @@ int Engine::control_tick() {
   std::size_t expired = 0;
   if (next && *next == 0) expired = blocklist_->expire_due();
   blocklist_->maybe_snapshot();
+  if (!warned_read_only_ && blocklist_->store_read_only()) {
+    warned_read_only_ = true;  // said once: every change is refused from now on, each with ERR 500
+    CG_LOG(ERR, control, "the state directory's journal failed (%s): changes are refused until a restart",
+           blocklist_->last_error().c_str());
+  }
   publish_rule_count();
   const auto again = blocklist_->ms_to_next_expiry();
   // Due rules that could not be expired (the journal failed): retry at the
@@ -506,6 +511,10 @@ void Engine::info_text(std::string& out) const {
   out += std::string("quic ") + quic_mode_name(opts_.quic) + "\n";
   out += std::string("checksums ") + checksum_mode_name(opts_.checksums) + "\n";
   line(out, "flows_per_worker", opts_.flows);
+  out += std::string("store.read_only ") + (blocklist_->store_read_only() ? "true" : "false") + "\n";
+  line(out, "store.compaction_failures", blocklist_->compaction_failures());
+  out += "store.compaction_error " + (blocklist_->compaction_error().empty() ? std::string("-")
+                                                                             : blocklist_->compaction_error()) + "\n";
   // One key per line and no key that is also another's prefix: `info --json`
   // nests keys on '.', so "fragments" beside "fragments.datagrams" cannot be.
   out += std::string("fragments.reassemble ") + (opts_.fragments.reassemble ? "true" : "false") + "\n";

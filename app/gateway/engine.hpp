@@ -124,6 +124,7 @@ class Engine {
   bool running_ = false;
   std::atomic<std::size_t> rules_{0};
   std::chrono::steady_clock::time_point started_;
+  bool warned_read_only_ = false;  // control_tick said the journal turned read-only
 };
 
 }  // namespace cg

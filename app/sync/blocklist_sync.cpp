@@ -335,9 +335,12 @@ Blocklist::Change BlocklistSync::change_of(const sync::EntryChange& c, int64_t n
   Blocklist::Change ch{c.del ? Blocklist::Change::Op::kDel : Blocklist::Change::Op::kAdd, c.rule, 0, {}};
   if (!c.del && c.expiry_unix_ms != 0) {
     // The expiry is absolute, so every gateway expires the rule at the same
-    // moment. One that is already past: the rule must not be there.
+    // moment. One that is already past (a gateway catching up): the rule
+    // must not be there, and whether it is must not matter. A strict del
+    // failed a batch holding it where the rule was absent, so the batch's
+    // other changes, acknowledged by its writer, were lost here.
     if (c.expiry_unix_ms > now) ch.ttl_ms = c.expiry_unix_ms - now;
-    else ch.op = Blocklist::Change::Op::kDel;
+    else ch.op = Blocklist::Change::Op::kForget;
   }
   return ch;
 }

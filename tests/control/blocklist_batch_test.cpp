@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -79,6 +82,139 @@ std::vector<std::string> canonical_set(const std::vector<Rule>& rules) {
 // store holds rules, and at least Options::snapshot_every: growing a large
 // blocklist by loads never rewrites it; deletes and updates do, once they
 // outnumber what stays.
+// A compaction that fails (here: its snapshot file cannot be created; a
+// full disk in the field) is said in `info` and tried again after a pause,
+// not after every change: each try rotates the journal (one new file) and
+// scans the whole store. An outside check counted 109 journals for 100 adds.
+TEST(BlocklistBatch, AFailedCompactionIsReportedAndRetriedAfterAPause) {
+  const std::string state = g_dir + "/compaction-fails";
+  Blocklist::Options o;
+  o.capacity = 4096;
+  o.name = "bbfail";
+  o.state_dir = state;
+  o.snapshot_every = 100;
+  std::string err;
+  auto b = Blocklist::create(o, &err);
+  ASSERT_NE(b, nullptr) << err;
+  auto snap = [](std::size_t seq) {
+    std::string n = std::to_string(seq);
+    return "snap-" + std::string(20 - n.size(), '0') + n + ".cgs.tmp";
+  };
+  for (std::size_t seq = 1; seq <= 1000; ++seq) std::filesystem::create_directory(state + "/" + snap(seq));
+  auto files = [&](const char* prefix) {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(state))
+      n += e.path().filename().string().rfind(prefix, 0) == 0 && e.is_regular_file();
+    return n;
+  };
+  auto rule = [](std::size_t i) { return R("host f" + std::to_string(i) + ".example.com"); };
+  std::vector<Rule> rules;
+  for (std::size_t i = 0; i < 300; ++i) rules.push_back(rule(i));
+  ASSERT_EQ(b->add_batch(rules).added, 300u);
+  for (std::size_t i = 0; i < 200; ++i) ASSERT_EQ(b->del(rule(i)), Blocklist::Result::kOk);
+  b->maybe_snapshot();  // 500 records, 100 rules: due, and it fails
+  EXPECT_EQ(b->compaction_failures(), 1u);
+  EXPECT_NE(b->compaction_error(), "");
+  const std::size_t journals = files("wal-");
+  for (std::size_t i = 200; i < 250; ++i) {
+    ASSERT_EQ(b->del(rule(i)), Blocklist::Result::kOk);
+    b->maybe_snapshot();
+  }
+  EXPECT_EQ(b->compaction_failures(), 1u);  // not tried again within the pause
+  EXPECT_EQ(files("wal-"), journals);
+  for (std::size_t seq = 1; seq <= 1000; ++seq) std::filesystem::remove(state + "/" + snap(seq));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_EQ(b->del(rule(250)), Blocklist::Result::kOk);
+  b->maybe_snapshot();  // the pause is over: compacted
+  EXPECT_EQ(files("snap-"), 1u);
+  EXPECT_EQ(b->compaction_error(), "");
+  EXPECT_EQ(b->compaction_failures(), 1u);
+  EXPECT_FALSE(b->store_read_only());
+}
+
+// Salvage keeps the valid part of a damaged snapshot; the state directory
+// must then be whole again (an outside check found every later start
+// refused the same damage and needed --salvage again).
+TEST(BlocklistBatch, ASalvagedSnapshotIsRewrittenSoTheNextStartNeedsNoSalvage) {
+  const std::string state = g_dir + "/salvage";
+  Blocklist::Options o;
+  o.capacity = 4096;
+  o.name = "bbsalv";
+  o.state_dir = state;
+  o.snapshot_every = 10;
+  std::string err;
+  auto rule = [](std::size_t i) { return R("host s" + std::to_string(i) + ".example.com"); };
+  {
+    auto b = Blocklist::create(o, &err);
+    ASSERT_NE(b, nullptr) << err;
+    std::vector<Rule> rules;
+    for (std::size_t i = 0; i < 100; ++i) rules.push_back(rule(i));
+    ASSERT_EQ(b->add_batch(rules).added, 100u);
+    for (std::size_t i = 0; i < 60; ++i) ASSERT_EQ(b->del(rule(i)), Blocklist::Result::kOk);
+    b->maybe_snapshot();  // 160 records, 40 rules: compacted
+  }
+  std::string snap;
+  for (const auto& e : std::filesystem::directory_iterator(state))
+    if (e.path().extension() == ".cgs") snap = e.path().string();
+  ASSERT_FALSE(snap.empty());
+  {  // a flipped byte in the middle of the snapshot
+    std::FILE* f = std::fopen(snap.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(std::filesystem::file_size(snap) / 2), SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, -1, SEEK_CUR);
+    std::fputc(c ^ 0x10, f);
+    std::fclose(f);
+  }
+  o.name = "bbsalv2";
+  EXPECT_EQ(Blocklist::create(o, &err), nullptr);  // refused: damage
+  o.salvage = true;
+  o.name = "bbsalv3";
+  std::size_t kept = 0;
+  {
+    std::vector<std::string> notes;
+    auto b = Blocklist::create(o, &err, &notes);
+    ASSERT_NE(b, nullptr) << err;
+    kept = b->size();
+    EXPECT_GT(kept, 0u);
+    EXPECT_LT(kept, 40u);
+    EXPECT_NE(std::find(notes.begin(), notes.end(), "wrote a snapshot of the salvaged state"), notes.end());
+  }
+  o.salvage = false;
+  o.name = "bbsalv4";
+  auto b = Blocklist::create(o, &err);
+  ASSERT_NE(b, nullptr) << err;  // whole again without --salvage
+  EXPECT_EQ(b->size(), kept);
+}
+
+// kForget (an add whose expiry passed before it was applied): removes the
+// rule if it is there; its absence fails no atomic group, unlike kDel's.
+TEST(BlocklistBatch, ForgetRemovesIfPresentAndFailsNothing) {
+  Blocklist::Options o;
+  o.capacity = 1024;
+  o.name = "bbforget";
+  std::string err;
+  auto b = Blocklist::create(o, &err);
+  ASSERT_NE(b, nullptr) << err;
+  using C = Blocklist::Change;
+  using O = Blocklist::Outcome;
+  const Rule gone = R("host gone.example"), kept = R("host kept.example"), there = R("host there.example");
+  EXPECT_EQ(b->apply({C{C::Op::kForget, gone, 0, {}}, C{C::Op::kAdd, kept, 0, {}}}, /*atomic=*/true),
+            (std::vector<O>{O::kAbsent, O::kAdded}));
+  EXPECT_TRUE(b->contains(kept));
+  ASSERT_EQ(b->add(there), Blocklist::Result::kOk);
+  EXPECT_EQ(b->apply({C{C::Op::kForget, there, 0, {}}}, true), (std::vector<O>{O::kDeleted}));
+  EXPECT_FALSE(b->contains(there));
+  // A strict del of an absent rule still fails the whole group.
+  ASSERT_EQ(b->add(there), Blocklist::Result::kOk);
+  EXPECT_EQ(b->apply({C{C::Op::kForget, there, 0, {}}, C{C::Op::kDel, gone, 0, {}}}, true),
+            (std::vector<O>{O::kNotApplied, O::kAbsent}));
+  EXPECT_TRUE(b->contains(there));
+  EXPECT_EQ(b->apply_group({C{C::Op::kForget, gone, 0, {}}, C{C::Op::kForget, kept, 0, {}}}, nullptr),
+            (std::vector<O>{O::kAbsent, O::kDeleted}));
+  EXPECT_FALSE(b->contains(kept));
+}
+
 TEST(BlocklistBatch, JournalIsCompactedWhenItsDeadRecordsOutnumberTheRules) {
   const std::string state = g_dir + "/compaction";
   Blocklist::Options o;

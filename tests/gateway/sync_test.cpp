@@ -225,6 +225,26 @@ TEST_F(SyncTest, AKilledGatewayRestartsWithExactlyTheOthersSet) {
   EXPECT_EQ(stats(b2->ctl()).at("sync.last_applied_id"), stats(a->ctl()).at("sync.last_applied_id"));
 }
 
+// A batch holding a rule with a TTL, read by a gateway after that TTL ran
+// out (catching up after a restart): the rule must not be there, and its
+// absence must not fail the batch. It did (the expired add became a strict
+// del of an absent rule): the batch's other rule, acknowledged by its
+// writer, was never added on the gateway that caught up.
+TEST_F(SyncTest, ABatchWhoseTtlRuleExpiredBeforeItWasReadStillAppliesItsOtherRules) {
+  auto a = Gw::run("ea", redis_->url(), dir_ + "/state-a");
+  ASSERT_TRUE(a->up()) << a->err();
+  std::string first;
+  a->ctl().ask_multi("batch\nadd host brief.example ttl=1\nadd host lasting.example\n.", &first);
+  ASSERT_EQ(first, "OK 2") << first;
+  std::this_thread::sleep_for(1500ms);  // brief.example expires before B ever reads the batch
+  auto b = Gw::run("eb", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(b->up()) << b->err();
+  ASSERT_TRUE(eventually([&] { return stats(b->ctl()).at("sync.last_applied_id") == stats(a->ctl()).at("sync.last_applied_id"); }));
+  EXPECT_TRUE(b->has("host lasting.example"));
+  EXPECT_FALSE(b->has("host brief.example"));
+  EXPECT_EQ(b->list(), a->list());
+}
+
 // The bytes of the gateway's journal files (0 before the first): they grow
 // once per catch-up batch, at its journal sync.
 std::uintmax_t journal_bytes(const std::string& state) {

@@ -337,6 +337,9 @@ class RuleStore {
   std::size_t ttl_memory_bytes() const noexcept { return ttl_.memory_bytes(); }
   std::int64_t now() const { return clock_(); }
   bool durable() const noexcept { return log_ != nullptr; }
+  // After an I/O error the journal refuses every change until a restart
+  // (docs/store.md, "fsyncgate"): what `info` shows as store.read_only.
+  bool read_only() const noexcept { return failed_; }
   // Journal records written since the last snapshot (0 when in memory): the
   // control thread may call snapshot() when this grows large.
   std::uint64_t records_since_snapshot() const;
