@@ -476,7 +476,17 @@ int main(int argc, char** argv) {
   std::string add_set, list_set, hits_set;
   const CLI::Option* add_set_opt = add->add_option("--set", add_set, "The named set new rules join (default: default)");
   unsigned ttl = 0;
-  add->add_option("--ttl", ttl, "The rules expire after SECONDS")->check(CLI::Range(1u, 999999999u));
+  // Decimal digits only, as the protocol's ttl= reads them: CLI11 alone would
+  // also take 0x10, +5 and " 5".
+  add->add_option("--ttl", ttl, "The rules expire after SECONDS")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : std::string("expected decimal seconds, got '" + v + "'");
+          },
+          "SECONDS"))
+      ->check(CLI::Range(1u, 999999999u));
   auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
   del->add_option("rule", del_args, "Rule(s)")->required();
   auto* check = app.add_subcommand("check", "Is the rule in the blocklist? Exit 0 yes, 1 no");

@@ -75,6 +75,12 @@ TEST_F(Ctl, BadInputGetsOneLineErrorAndNonZeroExit) {
   r = run({GatewayEnv::ctl(), "frobnicate"}, GatewayEnv::dir());
   EXPECT_EQ(r.status, 2);  // bad usage
   EXPECT_EQ(ctl({"add", "--ttl", "0", "src 192.0.2.1"}).status, 2);
+  // Decimal seconds only, as the protocol's ttl= (CLI11 alone took these).
+  for (const char* bad : {"0x10", "+5", " 5", "5 ", "1e3", "010b"}) {
+    const auto r = ctl({"add", "--ttl", bad, "src 192.0.2.1"});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("decimal"), std::string::npos) << bad << ": " << r.err;
+  }
   r = run({GatewayEnv::ctl(), "--help"}, GatewayEnv::dir());
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("load"), std::string::npos);
