@@ -143,6 +143,7 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
   rte_mbuf* copy[defrag::kMaxFragments] = {};
   defrag::Fragment info[defrag::kMaxFragments];
   bool ok = true;
+  bool bad_header = false;  // a fragment its receiver drops: the datagram never completes there
   for (std::size_t i = 0; i < refs.size(); ++i) {
     rte_mbuf* orig = static_cast<rte_mbuf*>(refs[i]);
     fr.orig[fr.n++] = orig;
@@ -150,6 +151,11 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
     copy[i] = ok ? rte_pktmbuf_copy(orig, head ? head_pool_ : frag_pool_, 0, UINT32_MAX) : nullptr;
     ok = ok && copy[i] != nullptr;
     defrag::classify_frame(rte_pktmbuf_mtod(orig, const uint8_t*), rte_pktmbuf_data_len(orig), &info[i]);
+    if (info[i].key.family == 4 && rte_pktmbuf_data_len(orig) >= info[i].l2_len + sizeof(rte_ipv4_hdr)) {
+      const auto* ip = rte_pktmbuf_mtod_offset(orig, const rte_ipv4_hdr*, info[i].l2_len);
+      bad_header = bad_header || (rte_pktmbuf_data_len(orig) >= info[i].l2_len + rte_ipv4_hdr_len(ip) &&
+                                  rte_ipv4_cksum(ip) != 0);
+    }
   }
   tracker_->release(slot);
   rte_mbuf* out = nullptr;
@@ -188,6 +194,11 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
     for (uint16_t k = 0; k < fr.n; ++k) to_drop(fr.orig[k]);
     return;
   }
+  // The copy carries the first fragment's receive checksum flags, which say
+  // nothing of the datagram: cleared, and "IP header bad" when a fragment's
+  // was (the inspectors then do not read it: docs/reassembly.md, "Checksums").
+  out->ol_flags &= ~(RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK);
+  if (bad_header) out->ol_flags |= RTE_MBUF_F_RX_IP_CKSUM_BAD;
   fr.m = out;
   ++nframes_;
   bump(st_->frags_reassembled);

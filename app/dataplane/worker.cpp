@@ -509,28 +509,45 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                       (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop);
 }
 
-// Whether a tracked packet's bytes must not be read by the inspectors: its
-// checksums are bad (the NIC's verdict where it gave one, else computed) and
-// this worker verifies them (docs/reassembly.md, "Checksums"). `inspected`:
-// an inspector wants the packet. With checksums = "auto" a worker starts
-// trusting checksums at the first valid one it sees, among the packets it
-// would read and the handshake's SYN-ACKs (one per connection, in the
-// general path anyway); before that, and for every other packet, nothing
-// is computed.
-bool Worker::unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected) {
-  if (!inspected && (checksums_trusted_ || m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpSyn) == 0)) return false;
-  Checksum c;
+namespace {
+
+// The packet's checksums as its receiver will find them: the NIC's verdict
+// where the driver gives one (GOOD, or NONE: "integrity verified"), else
+// computed (keys/checksum.hpp). A UDP checksum of 0 over IPv4 is no
+// checksum whatever the NIC says.
+Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m) {
   const uint64_t l4 = mb->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
   const uint64_t ip = mb->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
-  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD || ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
-    c = Checksum::kBad;
-  } else if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD && (m.family == 6 || ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD)) {
-    c = Checksum::kGood;
-  } else {
-    c = check_checksums(frame, rte_pktmbuf_data_len(mb), m);
+  const bool l4_ok = l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE;
+  const bool ip_ok = m.family == 6 || ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD || ip == RTE_MBUF_F_RX_IP_CKSUM_NONE;
+  if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) return Checksum::kBad;  // also what FragStage sets for a bad fragment
+  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD) return check_checksums(frame, rte_pktmbuf_data_len(mb), m) == Checksum::kUnchecked
+                                                   ? Checksum::kUnchecked : Checksum::kBad;
+  if (l4_ok && ip_ok) return Checksum::kGood;
+  return check_checksums(frame, rte_pktmbuf_data_len(mb), m);
+}
+
+}  // namespace
+
+// Whether a tracked packet's bytes must not be read by the inspectors: its
+// checksums are bad and this worker verifies them (docs/reassembly.md,
+// "Checksums"). `inspected`: an inspector wants the packet. With checksums =
+// "auto" a worker starts verifying at the first valid checksum it sees on a
+// client's packet: one an inspector reads, or a bare SYN (the first, then
+// one in 64 until then). Never from the servers' packets: a capture taken on
+// a client whose NIC computes checksums holds valid ones only on what it
+// received, and must still be read.
+bool Worker::unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected) {
+  if (!inspected) {
+    if (checksums_trusted_ || m.proto != kProtoTcp ||
+        (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) != flow::kTcpSyn || (syns_sampled_++ & 63) != 0)
+      return false;
+    if (receiver_checksum(mb, frame, m) == Checksum::kGood) checksums_trusted_ = true;
+    return false;
   }
+  const Checksum c = receiver_checksum(mb, frame, m);
   if (c == Checksum::kGood) checksums_trusted_ = true;
-  if (c != Checksum::kBad || !checksums_trusted_ || !inspected) return false;
+  if (c != Checksum::kBad || !checksums_trusted_) return false;
   bump(cfg_.stats->reasm_bad_checksum);
   return true;
 }
@@ -726,8 +743,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
-    if (tracked && cfg_.checksums != ChecksumMode::kOff &&
-        unreadable(pkts[i], frame, m, inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic))) {
+    const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
+    if (cfg_.checksums != ChecksumMode::kOff && (inspected || !checksums_trusted_) &&
+        unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);

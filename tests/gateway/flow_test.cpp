@@ -567,6 +567,15 @@ TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
   st = replay(plain, rules, {"--checksums", "verify"});
   EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
   EXPECT_EQ(st["reassembly"]["bad_checksum"], 1);
+  // A capture taken on the client, whose NIC computes its checksums: valid
+  // ones only on what it received (the server's), wrong on what it sent.
+  // "auto" learns only from clients' packets, so it still reads them all.
+  const std::vector<Bytes> client_side = {k.c2s(0x02, 100, 0).frame(), s2c(0x12, 500, 101).frame(),
+                                          k.c2s(0x10, 101, 501).frame(), k.data(std::string(real.begin(), real.end())),
+                                          s2c(0x10, 501, 101 + static_cast<uint32_t>(real.size())).frame()};
+  st = replay(client_side, rules);
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{client_side[3], client_side[4]}));
+  EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
 }
 
 // The server takes a segment's urgent byte out of its stream (docs/rules.md),

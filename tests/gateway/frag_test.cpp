@@ -321,6 +321,31 @@ TEST_F(Frags, FragmentsOfABlockedFlowAreDropped) {
   EXPECT_EQ(passed(), (std::vector<Bytes>{syn, synack, fr[1]}));
 }
 
+// The insertion attack through fragments: a fake ClientHello (a fine name)
+// whose second fragment has a bad IPv4 header checksum, so the server drops
+// it and never completes the datagram, then the real one at the same
+// sequence number. The reassembled fake carries "IP header bad" and is not
+// read, so the real one is judged; with the fragment intact the fake is
+// read and the real one passes as a retransmission (the control).
+TEST_F(Frags, ADatagramWithABadFragmentHeaderIsNotReadAsTheClientsBytes) {
+  auto c2s = [](uint8_t flags, uint32_t seq) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, 501).checksum();
+  };
+  const Bytes syn = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, 0x02).seq_ack(100, 0).checksum().frame();
+  const Bytes synack = Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, 0x12).seq_ack(500, 101).checksum().frame();
+  const Bytes fake = c2s(0x18, 101).payload(tls_client_hello("fine.example")).frame();
+  const Bytes real = c2s(0x18, 101).payload(tls_client_hello("blocked.example")).frame();
+  std::vector<Bytes> fr = frag4(fake, cuts(l4_bytes4(fake), {64}));
+  {  // the control: every fragment whole
+    replay(cat({syn, synack}, cat(fr, {real})), "host blocked.example\n", {"--checksums", "verify", "--pps", "50"});
+    EXPECT_EQ(dropped(), std::vector<Bytes>{});
+  }
+  fr[1][14 + 11] ^= 0x01;  // the header checksum's low byte
+  const auto s = replay(cat({syn, synack}, cat(fr, {real})), "host blocked.example\n", {"--checksums", "verify", "--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{real});
+  EXPECT_EQ(s["reassembly"]["bad_checksum"], 1);
+}
+
 // With the reject action one reply set is built from the reassembled
 // datagram (here a DNS query whose name only the whole datagram shows):
 // REFUSED to the client, none per fragment.

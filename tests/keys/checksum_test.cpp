@@ -73,6 +73,13 @@ TEST(Checksums, WhatCannotBeVerifiedIsUnchecked) {
   Bytes cut = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 2).payload(std::string(100, 'x')).checksum().frame();
   cut.resize(cut.size() - 10);
   EXPECT_EQ(check(cut), Checksum::kUnchecked);
+  // A route still to follow: the receiver sums against its last address.
+  Bytes srh = Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(43, 22).tcp(1, 2).payload("x").checksum().frame();
+  srh[14 + 40 + 3] = 1;  // segments left
+  EXPECT_EQ(check(srh), Checksum::kUnchecked);
+  EXPECT_EQ(check(Packet().ipv4("10.0.0.1", "10.0.0.2").ipv4_options({131, 7, 4, 10, 0, 0, 9}).tcp(1, 2).payload("x")
+                      .checksum().frame()),
+            Checksum::kUnchecked);
   // A fragment: the checksum covers the whole datagram.
   EXPECT_EQ(check(Packet().ipv4("10.0.0.1", "10.0.0.2").fragment(0, true).tcp(1, 2).payload(std::string(64, 'y'))
                       .checksum().frame()),

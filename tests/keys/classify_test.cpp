@@ -449,6 +449,10 @@ TEST(ClassifyHttp, AbsoluteFormTakesHostFromTarget) {
   // naming another host is looked up too (it passed a host rule before).
   EXPECT_TRUE(c.matches("host other.org"));
   EXPECT_FALSE(c.matches("url other.org/q?x"));  // url keys come from the target alone
+  // ... whatever the target's port (Node parses it laxly and routes by Host).
+  const auto badport = classify_frame(http("GET http://ok.example:x/ HTTP/1.1\r\nHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(badport.matches("host blocked.example"));
+  EXPECT_TRUE(badport.matches("host ok.example"));
   const auto connect = classify_frame(http("CONNECT a.example:443 HTTP/1.1\r\nHost: b.example:443\r\n\r\n"));
   EXPECT_TRUE(connect.matches("host a.example"));
   EXPECT_TRUE(connect.matches("host b.example"));

@@ -39,7 +39,34 @@ Checksum check_checksums(const uint8_t* frame, std::size_t len, const PacketMeta
     const std::size_t ihl = std::size_t{ip[0] & 0x0fu} * 4;
     if (ihl < 20 || m.addr_off - 12 + ihl > len) return Checksum::kUnchecked;
     if (ones_sum(ip, ihl) != 0xffff) return Checksum::kBad;
+    // A source route (LSRR 131, SSRR 137) still to follow: the receiver sums
+    // against the route's last address, not this header's destination.
+    for (std::size_t o = 20; o < ihl;) {
+      const uint8_t t = ip[o];
+      if (t == 0) break;  // end of options
+      if (t == 1) {       // no-op
+        ++o;
+        continue;
+      }
+      if (o + 1 >= ihl || ip[o + 1] < 2) break;
+      if (t == 131 || t == 137) return Checksum::kUnchecked;
+      o += ip[o + 1];
+    }
     if (m.proto == 17 && l4[6] == 0 && l4[7] == 0) return Checksum::kUnchecked;  // "no checksum" (RFC 768)
+  }
+  if (m.family == 6) {
+    // A routing header with segments left: the receiver sums against the
+    // final destination, not this header's (RFC 8200 section 8.1).
+    const uint8_t* ip6 = frame + m.addr_off - 8;
+    uint8_t nh = ip6[6];
+    std::size_t o = m.addr_off + 32;
+    while (o + 8 <= m.l4_off && nh != m.proto) {
+      const uint8_t* e = frame + o;
+      if (nh == 43 && e[3] != 0) return Checksum::kUnchecked;
+      const std::size_t elen = nh == 44 ? 8 : nh == 51 ? (std::size_t{e[1]} + 2) * 4 : (std::size_t{e[1]} + 1) * 8;
+      nh = e[0];
+      o += elen;
+    }
   }
   // The pseudo-header: both addresses, the transport length and the
   // protocol, as 16-bit words in network order (a 32-bit length and the

@@ -172,16 +172,14 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   detail::HttpRequest req;
   if (!detail::parse_http_request(pl, n, req) || req.authority == nullptr) return;
   detail::AuthorityParts a;
-  if (!detail::split_authority(req.authority, req.authority_len, a)) {
-    // A port that is no port (":abc", ":99999"): no url, but nginx still
-    // serves the name before the ':', so its host keys are looked up.
-    if (a.host_len != 0) em.host(req.authority, a.host_len);
-    return;
-  }
-  if (req.has_url) em.url(req, a);
-  em.host(req.authority, a.host_len);
+  // A port that is no port (":abc", ":99999"): no url, but nginx still
+  // serves the name before the ':', so its host keys are looked up.
+  const bool whole = detail::split_authority(req.authority, req.authority_len, a);
+  if (whole && req.has_url) em.url(req, a);
+  if (a.host_len != 0) em.host(req.authority, a.host_len);
   // A Host header naming another host than the target (absolute-form or
-  // CONNECT): servers routing by Host serve that one, so it is judged too.
+  // CONNECT): servers routing by Host serve that one, so it is judged too,
+  // whatever the target's port.
   if (req.host_header != nullptr) {
     detail::AuthorityParts h;
     detail::split_authority(req.host_header, req.host_header_len, h);  // a bad port: the name still counts

@@ -210,10 +210,10 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       if (h.status == Frame::kComplete) {
         if (held) ++c_.completed;
         message(q + h.start, h.head_end - h.start, App::kHttp);
-        if (h.body == HttpBody::kUnknown) {
-          finish(s);  // judged; where the next request would start cannot be known
-          return Step::kMessages;
-        }
+        // A body length this cannot read (kUnknown): framed as no body, as
+        // Python's http.server serves "Content-Length: -1", so a request
+        // pipelined behind it is judged too; bytes that are no request end
+        // the inspection there (invalid()).
         if (h.body == HttpBody::kChunked) {
           advance = h.head_end;
           set_phase(s, kChunked);

@@ -246,8 +246,14 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
   // or from the snapshot first if entries were trimmed already.
   ReplyPtr info = pub_->command({"XINFO", "STREAM", o_.stream}, err);
   if (!info) return false;
-  if (reply_is_error(info.get())) {  // no stream: none yet, or it was deleted
-    if (!stats_.last_applied.is_zero()) stream_replaced("is gone");
+  if (reply_is_error(info.get())) {
+    const std::string_view e = reply_str(info.get());
+    if (e.find("no such key") == std::string_view::npos) {  // NOPERM, WRONGTYPE, ...: say so, retry
+      *err = "XINFO STREAM " + o_.stream + ": " + std::string(e);
+      return false;
+    }
+    // No stream: none yet, or it was deleted. Whatever is made next is new here.
+    if (!stats_.last_applied.is_zero()) stream_replaced("is gone", StreamId{});
     return true;
   }
   // Were entries after ours removed? XDEL records the largest deleted ID;
@@ -268,10 +274,21 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
   // IDs only grow within one stream, so one whose IDs never reached our last
   // entry, or one that never lost an entry (trimmed or deleted) yet starts
   // after ours, is not the stream we read. Everything in it is new here.
+  // The position after such a gap: a stream made anew is all new here (its
+  // start); one whose IDs stop short of ours went back in time (Redis
+  // restored from an older copy): what it holds up to its last ID is
+  // history this gateway applied or never will, so only what comes after
+  // is read. Either way the rules stay as they are: no snapshot rebuild
+  // (it would delete rules acknowledged here since).
   const StreamId mine = stats_.last_applied;
-  if (!mine.is_zero() &&
-      (*last_gen < mine || (added == length && max_deleted->is_zero() && (length == 0 || *first > mine))))
-    stream_replaced("was deleted and made anew");
+  if (!mine.is_zero() && *last_gen < mine) {
+    stream_replaced("went back to an earlier state", *last_gen);
+    return true;
+  }
+  if (!mine.is_zero() && added == length && max_deleted->is_zero() && (length == 0 || *first > mine)) {
+    stream_replaced("was deleted and made anew", StreamId{});
+    return true;
+  }
   const StreamId last = stats_.last_applied;
   const bool trimmed = added > length && (length == 0 ? *last_gen > last : *first > last);
   if (*max_deleted <= last && !trimmed) return true;
@@ -307,13 +324,14 @@ bool StreamSync::rebuild_if_trimmed(std::string* err) {
 
 // The stream no longer holds this gateway's history: changes made while it
 // was away may be lost for good (counted as a gap, said in last_error). The
-// position goes back to the start, so that everything the stream holds now
-// (or the stream made next) is read: all of it is new here.
-void StreamSync::stream_replaced(const char* what) {
+// position moves to `from` (see rebuild_if_trimmed), so that what is new
+// here is read; the rules stay.
+void StreamSync::stream_replaced(const char* what, StreamId from) {
   ++stats_.gaps;
   stats_.last_error = "the stream " + o_.stream + " " + what + " (it does not hold " + stats_.last_applied.str() +
-                      ", the last entry applied here): the rule set may miss changes; reading it from its start";
-  stats_.last_applied = StreamId{};
+                      ", the last entry applied here): the rule set may miss changes; reading it after " +
+                      from.str();
+  stats_.last_applied = from;
 }
 
 bool StreamSync::publish(std::span<const Entry> entries, std::vector<StreamId>* ids, std::string* err) {

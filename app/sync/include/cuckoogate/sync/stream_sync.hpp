@@ -129,7 +129,7 @@ class StreamSync {
  private:
   bool connect(std::string* err);
   void disconnect(const std::string& why);
-  void stream_replaced(const char* what);
+  void stream_replaced(const char* what, StreamId from);
   bool rebuild_if_trimmed(std::string* err);
   bool catch_up(const StreamId* target, std::string* err);  // nullptr: to the end
   bool apply_page(const FlatReply& p, std::size_t* n, std::string* err);  // decode_page + apply_batch
