@@ -320,6 +320,21 @@ TEST_F(StreamSyncTest, AStreamDeletedWhileAwayIsAGapAndItsNewEntriesAreAllRead) 
   EXPECT_TRUE(mb.rules.count("ip 192.0.2.7"));  // the rules stay
 }
 
+// Only a missing key means the stream is gone: another XINFO error (here
+// the key holds a string: WRONGTYPE; an ACL without XINFO: NOPERM) fails the
+// connection with that error, no gap counted and the position kept.
+TEST_F(StreamSyncTest, AnXinfoErrorIsAConnectionErrorNotAGap) {
+  MapApplier m;
+  const StreamId pos{1700000000000, 3};
+  redis_->cli({"SET", "cuckoogate:rules", "not a stream"});
+  StreamSync s(options("b"), m, pos);
+  ASSERT_TRUE(serve_until({&s}, [&] { return s.stats().last_error.find("WRONGTYPE") != std::string::npos; }))
+      << s.stats().last_error;
+  EXPECT_FALSE(s.connected());
+  EXPECT_EQ(s.stats().gaps, 0u);
+  EXPECT_EQ(s.stats().last_applied, pos);
+}
+
 TEST_F(StreamSyncTest, ALocalJournalFailureStopsTheSync) {
   MapApplier m;
   StreamSync s(options("a"), m, {});
