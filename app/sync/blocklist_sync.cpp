@@ -145,6 +145,21 @@ BlocklistSync::BlocklistSync(Blocklist& b, sync::SyncOptions o) : b_(b) {
   if (const auto m = b.mark(kMarkName)) {
     if (const auto id = sync::StreamId::parse(*m)) start = *id;
   }
+  // The position is a place in one stream: a state directory synced with
+  // another stream (the config's `stream` changed) has read none of this
+  // one, which is read from its start; the rules stay. (A directory from
+  // before this mark existed is taken to be of this stream.)
+  const auto was = b.mark(kStreamMark);
+  if (was && *was != o.stream && !start.is_zero()) {
+    CG_LOG(WARNING, control, "sync: this state directory was synced with stream '%s', not '%s': reading '%s' "
+           "from its start (the rules from '%s' stay; replace them with load --replace if they should not)",
+           was->c_str(), o.stream.c_str(), o.stream.c_str(), was->c_str());
+    start = {};
+  }
+  if (!was || *was != o.stream) {
+    if (b.set_mark({std::string(kStreamMark), o.stream}) != Blocklist::Result::kOk)
+      CG_LOG(ERR, control, "sync: cannot record the stream's name in the journal: %s", b.last_error().c_str());
+  }
   sync_ = std::make_unique<sync::StreamSync>(std::move(o), *this, start);
   load_outbox();
 }

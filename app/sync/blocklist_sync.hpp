@@ -38,6 +38,8 @@ CommandHandler::TextProvider with_sync_lines(CommandHandler::TextProvider f,
 class BlocklistSync final : public sync::Applier, public Replicator {
  public:
   static constexpr std::string_view kMarkName = "sync.last_id";
+  // The stream kMarkName is a position in (its key name).
+  static constexpr std::string_view kStreamMark = "sync.stream";
   // The offline queue in the journal: the index "<epoch> <first group>
   // <lines of it already appended> <next group>", and one mark per group
   // ("sync.outbox.<group % kMaxOutboxGroups>", sync::encode_outbox_group).

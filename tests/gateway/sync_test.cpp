@@ -246,6 +246,27 @@ TEST_F(SyncTest, ABatchWhoseTtlRuleExpiredBeforeItWasReadStillAppliesItsOtherRul
   EXPECT_EQ(b->list(), a->list());
 }
 
+// The recorded position is a place in one stream: a state directory synced
+// with cuckoogate:rules, restarted on another stream, reads that one from
+// its start (it silently skipped its entries up to the old position before).
+TEST_F(SyncTest, AStateDirectoryMovedToAnotherStreamReadsItFromItsStart) {
+  auto a = Gw::run("fa", redis_->url(), dir_ + "/state-a");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_EQ(a->ctl().ask("add host first.example"), "OK added");
+  a->proc().signal(SIGTERM);
+  EXPECT_EQ(a->proc().wait(30s), 0) << a->err();
+  a.reset();
+  // Another stream, whose entries have IDs below A's position.
+  redis_->cli({"XADD", "other:rules", "1000-0", "op", "add", "rule", "host old1.example"});
+  const std::string config = dir_ + "/other.toml";
+  std::ofstream(config) << "[sync]\nredis = \"" << redis_->url() << "\"\nstream = \"other:rules\"\n";
+  auto a2 = Gw::run("fa2", redis_->url(), dir_ + "/state-a", config);
+  ASSERT_TRUE(a2->up()) << a2->err();
+  ASSERT_TRUE(eventually([&] { return a2->has("host old1.example"); })) << a2->err();
+  EXPECT_TRUE(a2->has("host first.example"));  // the rules stay
+  EXPECT_NE(a2->err().find("was synced with stream 'cuckoogate:rules'"), std::string::npos) << a2->err();
+}
+
 // The bytes of the gateway's journal files (0 before the first): they grow
 // once per catch-up batch, at its journal sync.
 std::uintmax_t journal_bytes(const std::string& state) {
