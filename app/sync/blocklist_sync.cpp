@@ -290,6 +290,19 @@ void BlocklistSync::outbox(std::vector<sync::Entry>* entries) const {
   }
 }
 
+namespace {
+
+bool same_content(const sync::Entry& a, const sync::Entry& b) {
+  if (a.op != b.op || a.kind != b.kind || a.changes.size() != b.changes.size()) return false;
+  for (std::size_t i = 0; i < a.changes.size(); ++i) {
+    const sync::EntryChange &x = a.changes[i], &y = b.changes[i];
+    if (x.del != y.del || x.expiry_unix_ms != y.expiry_unix_ms || !(x.rule == y.rule)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Entries of ours coming back from the stream: what the outbox holds up to
 // them is in the stream now. Recorded before they are applied, so a crash in
 // between leaves them in the stream after the last applied ID (read again),
@@ -313,6 +326,14 @@ bool BlocklistSync::note_delivered(std::span<const sync::Received> entries, std:
     // and after a gap (an XADD refused in the middle) the rest is appended
     // again rather than taken as delivered.
     if (outbox_.empty() || g != outbox_.front().id || line != first_line_) continue;
+    // And only with the queued content: a token is no proof (another writer
+    // can copy it, or share this gateway's id), so an entry saying something
+    // else leaves the queued one to be appended.
+    if (!same_content(*r.entry, outbox_.front().entries[first_line_])) {
+      CG_LOG(WARNING, control, "sync: an entry in the stream carries this gateway's outbox token %s but not the "
+             "queued change: the queued one is appended", t.c_str());
+      continue;
+    }
     ++first_line_;
     moved = true;
     if (first_line_ >= outbox_.front().entries.size()) {

@@ -481,6 +481,33 @@ TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
   EXPECT_TRUE(a2->has(rule_n(2)));
 }
 
+// The token alone is no proof: an entry carrying the gateway's origin and
+// next outbox token but another rule (a third party, or a second gateway
+// with the same id) leaves the queued write to be appended. It was taken
+// as delivered, and the queued rule never reached the stream.
+TEST_F(SyncTest, AnEntryWithOurOutboxTokenButAnotherRuleIsNotTakenAsOurs) {
+  auto a = Gw::run("ya", redis_->url(), dir_ + "/state-a", queue_config());
+  ASSERT_TRUE(a->up()) << a->err();
+  redis_->stop();
+  ASSERT_TRUE(eventually([&] { return stats(a->ctl()).at("sync.connected") == "false"; }));
+  ASSERT_EQ(a->ctl().ask("add " + rule_n(1)), "OK added");
+  const std::string token = stats(a->ctl()).at("sync.outbox_head");
+  ASSERT_NE(token, "-");
+  a->proc().signal(SIGKILL);
+  a->proc().wait(10s);
+  a.reset();
+  redis_->start();
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host impostor.example", "origin", "ya",
+               "outbox", token});
+  auto a2 = Gw::run("ya", redis_->url(), dir_ + "/state-a", queue_config());
+  ASSERT_TRUE(a2->up()) << a2->err();
+  ASSERT_TRUE(eventually([&] { return num(stats(a2->ctl()), "sync.queued") == 0; })) << a2->err();
+  EXPECT_EQ(redis_->cli({"XLEN", "cuckoogate:rules"}), "2\n");  // the impostor, then the queued rule
+  EXPECT_EQ(num(stats(a2->ctl()), "sync.outbox_appended"), 1u);
+  EXPECT_TRUE(a2->has(rule_n(1)));
+  EXPECT_TRUE(a2->has("host impostor.example"));
+}
+
 // A write too large for one outbox group (one journal record) is refused
 // with the reason while Redis is down, and nothing of it is applied.
 TEST_F(SyncTest, AnOfflineWriteTooLargeToQueueIsRefusedWhole) {
