@@ -135,7 +135,29 @@ class Emitter {
       out_.url_too_long = true;
       return;
     }
-    // With a query: the url without it first, then the whole one.
+    url_keys(req, a, path, plen, query_at);
+    // The path as nginx reads it (every escape of a character that may stand
+    // raw decoded, "%2F" included, then dot segments): "/a%21b" is "/a!b",
+    // "/a%2F..%2Fb" is "/b". Looked up too when it differs, so a rule written
+    // either way matches; only escapes can make it differ, so the cost is
+    // rare. (An escape in the path is the only way in: the plain form keeps it.)
+    if (std::memchr(req.path, '%', req.path_len) == nullptr) return;
+    uint8_t wide[kPathMax];
+    std::size_t wide_query_at = 0;
+    const std::size_t wlen = detail::canonical_path<true>(req.path, req.path_len, wide, tmp, &wide_query_at);
+    if (wide_query_at == query_at && std::memcmp(wide, path, query_at) == 0) return;
+    if (alen + wide_query_at > kMaxUrlLen) {
+      out_.url_too_long = true;
+      return;
+    }
+    url_keys(req, a, wide, wlen, wide_query_at);
+  }
+
+ private:
+  // With a query: the url without it first, then the whole one.
+  void url_keys(const detail::HttpRequest& req, const detail::AuthorityParts& a, const uint8_t* path,
+                std::size_t plen, std::size_t query_at) noexcept {
+    const std::size_t alen = detail::authority_len(a);
     const std::size_t lens[2] = {query_at, plen};
     for (unsigned k = plen != query_at ? 0 : 1; k < 2; ++k) {
       const std::size_t n = lens[k];
@@ -150,6 +172,8 @@ class Emitter {
       commit(RuleKind::kUrl, 1 + alen + n);
     }
   }
+
+ public:
 
  private:
   PacketKeys& out_;

@@ -54,6 +54,17 @@ inline bool is_unreserved(uint8_t c) noexcept {
 // "%0f" or "%41", which a second pass would decode again. A rule's key then
 // survives its own text (format_rule, parse_rule), and a rule and the
 // traffic it names, both normalised once, still meet.
+// What servers such as nginx decode in a path besides the unreserved
+// characters before they match it (RFC 3986's sub-delims, ':', '@', '/'):
+// never '%', '?', '#' or what cannot stand raw in a url.
+inline bool is_server_decoded(uint8_t c) noexcept {
+  return c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' || c == '*' || c == '+' ||
+         c == ',' || c == ';' || c == '=' || c == ':' || c == '@' || c == '/';
+}
+
+// `wide`: also decode is_server_decoded() characters (the traffic's second
+// url form; rules are never written in it).
+template <bool wide = false>
 inline std::size_t normalise_escapes(const uint8_t* in, std::size_t n, uint8_t* out) noexcept {
   constexpr char kHex[] = "0123456789ABCDEF";
   std::size_t o = 0;
@@ -72,7 +83,7 @@ inline std::size_t normalise_escapes(const uint8_t* in, std::size_t n, uint8_t* 
     // before is, and out[o - 1] is a hex digit).
     const bool completes = hex_value(c) >= 0 && stray != SIZE_MAX &&
                            (o == stray + 1 || (o == stray + 2 && hex_value(out[o - 1]) >= 0));
-    if (is_unreserved(c) && !completes) {
+    if ((is_unreserved(c) || (wide && is_server_decoded(c))) && !completes) {
       out[o++] = c;
     } else {
       out[o++] = '%';
@@ -84,11 +95,15 @@ inline std::size_t normalise_escapes(const uint8_t* in, std::size_t n, uint8_t* 
   return o;
 }
 
+// `wide`: the path as a server that decodes every escape of a character
+// that may stand raw in it reads it (is_server_decoded: "/a%2F..%2Fb" is
+// "/b" there); the query as in the plain form.
+template <bool wide = false>
 inline std::size_t canonical_path(const uint8_t* in, std::size_t n, uint8_t* out, uint8_t* tmp,
                                   std::size_t* query_at) noexcept {
   std::size_t q = 0;
   while (q < n && in[q] != '?') ++q;
-  const std::size_t plen = normalise_escapes(in, q, tmp);
+  const std::size_t plen = normalise_escapes<wide>(in, q, tmp);
   // Segments of the decoded path; out always ends in '/' while building.
   std::size_t o = 0;
   out[o++] = '/';

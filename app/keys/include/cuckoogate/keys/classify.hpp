@@ -34,8 +34,9 @@ inline constexpr unsigned kMaxHostKeys = (kMaxNameLen + 1) / 2;
 // name, up to this many (more questions: the first ones, flagged malformed).
 inline constexpr unsigned kMaxNamesPerPacket = 4;
 // flow, src, dst, ip (src), ip (dst), service, two url (with and without the
-// query), the outer packet's four address keys when tunneled, then the host keys.
-inline constexpr unsigned kMaxKeysPerPacket = 8 + 4 + kMaxNamesPerPacket * kMaxHostKeys;
+// query) and two more for the path as servers decode it, the outer packet's
+// four address keys when tunneled, then the host keys.
+inline constexpr unsigned kMaxKeysPerPacket = 10 + 4 + kMaxNamesPerPacket * kMaxHostKeys;
 
 // Longest encoding of each kind (docs/rules.md, "Key encoding").
 inline constexpr std::size_t kFlowKeyMax = 1 + 1 + 1 + 16 + 2 + 16 + 2;
@@ -44,7 +45,7 @@ inline constexpr std::size_t kServiceKeyMax = 1 + 1 + 1 + 16 + 2;
 inline constexpr std::size_t kUrlKeyMax = 1 + kMaxUrlLen;
 inline constexpr std::size_t kHostKeyMax = 1 + kMaxNameLen;  // parents share it
 inline constexpr std::size_t kKeyBytesCapacity =
-    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + 2 * kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
+    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + 4 * kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
 
 struct PacketKeys {
   unsigned n = 0;
