@@ -533,14 +533,14 @@ Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const Packe
 // checksums are bad and this worker verifies them (docs/reassembly.md,
 // "Checksums"). `inspected`: an inspector wants the packet. With checksums =
 // "auto" a worker starts verifying at the first valid checksum it sees on a
-// client's packet: one an inspector reads, or a bare SYN (the first, then
-// one in 64 until then). Never from the servers' packets: a capture taken on
+// client's packet: one an inspector reads, or a bare SYN (every one until
+// then: a sample could be spent by one bad SYN, which its server drops, just
+// before an insertion). Never from the servers' packets: a capture taken on
 // a client whose NIC computes checksums holds valid ones only on what it
 // received, and must still be read.
 bool Worker::unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected) {
   if (!inspected) {
-    if (checksums_trusted_ || m.proto != kProtoTcp ||
-        (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) != flow::kTcpSyn || (syns_sampled_++ & 63) != 0)
+    if (checksums_trusted_ || m.proto != kProtoTcp || (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) != flow::kTcpSyn)
       return false;
     if (receiver_checksum(mb, frame, m) == Checksum::kGood) checksums_trusted_ = true;
     return false;

@@ -174,7 +174,6 @@ class Worker {
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
   bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
-  uint32_t syns_sampled_ = 0;           // bare SYNs met while not trusted (one in 64 is checked)
 };
 
 }  // namespace cg

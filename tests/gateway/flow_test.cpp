@@ -553,6 +553,12 @@ TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good}));
     EXPECT_EQ(st["reassembly"]["bad_checksum"], 1);
   }
+  {  // a bad SYN first (its server drops it) spends no check: the valid SYN
+     // after it still turns verification on (a 1-in-64 sample let this pass)
+    const Bytes bad_syn = k.c2s(0x02, 7, 0).checksum(0x33).frame();
+    replay(cat({bad_syn}, cat(hs, {bad, good})), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good}));
+  }
   {  // off: the attack as it works on a gateway that does not check
     const auto st = replay(cat(hs, {bad, good}), rules, {"--checksums", "off"});
     EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
