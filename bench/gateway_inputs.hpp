@@ -63,7 +63,9 @@ inline std::string rule_mix(std::size_t n, const std::string& tag = "", uint32_t
 // One IPv4 TCP frame of 60 bytes (64 on the wire with the FCS), no payload.
 inline test::Bytes tcp64(const std::string& src, const std::string& dst, uint16_t sport,
                          uint16_t dport, uint8_t flags = 0x18) {
-  auto f = test::Packet().ipv4(src, dst).tcp(sport, dport, flags).frame();
+  // With its TCP checksum, as hosts send (docs/reassembly.md, "Checksums":
+  // a worker checks every bare SYN until it has seen a valid one).
+  auto f = test::Packet().ipv4(src, dst).tcp(sport, dport, flags).checksum().frame();
   f.resize(60, 0);
   return f;
 }
