@@ -35,37 +35,42 @@ struct QueueLink {
   uint16_t tx_port, tx_queue;
 };
 
-enum class QuicMode : uint8_t { kInspect, kBlock, kPass };
-inline const char* quic_mode_name(QuicMode m) {
-  return m == QuicMode::kInspect ? "inspect" : m == QuicMode::kBlock ? "block" : "pass";
-}
-// "inspect" | "block" | "pass" (the config's and the command line's words).
-inline bool parse_quic_mode(const std::string& s, QuicMode* m) {
-  for (QuicMode c : {QuicMode::kInspect, QuicMode::kBlock, QuicMode::kPass})
-    if (s == quic_mode_name(c)) {
-      *m = c;
+// A mode from its word (the config's and the command line's): the one of
+// `all` whose name(mode) is `s`.
+template <class Mode, std::size_t N>
+bool parse_mode(const std::string& s, const Mode (&all)[N], const char* (*name)(Mode), Mode* out) {
+  for (Mode c : all)
+    if (s == name(c)) {
+      *out = c;
       return true;
     }
   return false;
 }
 
+enum class QuicMode : uint8_t { kInspect, kBlock, kPass };
+inline const char* quic_mode_name(QuicMode m) {
+  return m == QuicMode::kInspect ? "inspect" : m == QuicMode::kBlock ? "block" : "pass";
+}
+// "inspect" | "block" | "pass".
+inline bool parse_quic_mode(const std::string& s, QuicMode* m) {
+  static constexpr QuicMode kAll[] = {QuicMode::kInspect, QuicMode::kBlock, QuicMode::kPass};
+  return parse_mode(s, kAll, quic_mode_name, m);
+}
+
 // Checksums of the segments the inspectors read (docs/reassembly.md,
 // "Checksums"): a segment the receiver drops for its checksum must not be
 // read as the client's bytes (the insertion attack). kAuto verifies once the
-// worker has seen one valid checksum (so captures and hosts whose checksums
-// are left to a NIC, all of them wrong, are read as before); kVerify always;
-// kOff never.
+// worker has seen one valid checksum on a client's packet (so captures and
+// hosts whose checksums are left to a NIC, wrong on the wire, are read as
+// before); kVerify always; kOff never.
 enum class ChecksumMode : uint8_t { kAuto, kVerify, kOff };
 inline const char* checksum_mode_name(ChecksumMode m) {
   return m == ChecksumMode::kAuto ? "auto" : m == ChecksumMode::kVerify ? "verify" : "off";
 }
+// "auto" | "verify" | "off".
 inline bool parse_checksum_mode(const std::string& s, ChecksumMode* m) {
-  for (ChecksumMode c : {ChecksumMode::kAuto, ChecksumMode::kVerify, ChecksumMode::kOff})
-    if (s == checksum_mode_name(c)) {
-      *m = c;
-      return true;
-    }
-  return false;
+  static constexpr ChecksumMode kAll[] = {ChecksumMode::kAuto, ChecksumMode::kVerify, ChecksumMode::kOff};
+  return parse_mode(s, kAll, checksum_mode_name, m);
 }
 
 struct WorkerConfig {

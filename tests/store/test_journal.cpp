@@ -432,6 +432,19 @@ std::vector<std::string> payloads_1_to(std::uint64_t n) {
   return v;
 }
 
+// Rotates the journal and writes a snapshot of records 1..n (their payloads).
+void snapshot_records(DurableLog& log, std::uint64_t n) {
+  std::uint64_t seq = 0;
+  ASSERT_TRUE(log.rotate(&seq).ok());
+  const auto pl = payloads_1_to(n);
+  std::size_t k = 0;
+  ASSERT_TRUE(log.write_snapshot(seq, [&](std::string* p) {
+    if (k == pl.size()) return false;
+    *p = pl[k++];
+    return true;
+  }).ok());
+}
+
 // Snapshot of records 1..S (here: the payloads themselves), then more journal.
 TEST(DurableLogSnapshot, SnapshotPlusJournalRecoversAndOldFilesGo) {
   test::TempDir dir;
@@ -495,15 +508,7 @@ TEST(DurableLogSnapshot, DamagedSnapshotIsAnErrorUnlessSalvaging) {
   write_records(dir.path(), 10);
   {
     Recovered r = recover(dir.path());
-    std::uint64_t seq = 0;
-    ASSERT_TRUE(r.log->rotate(&seq).ok());
-    auto pl = payloads_1_to(10);
-    std::size_t k = 0;
-    ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {
-      if (k == pl.size()) return false;
-      *p = pl[k++];
-      return true;
-    }).ok());
+    snapshot_records(*r.log, 10);
   }
   const std::string snap = dir.file(DurableLog::snapshot_name(10));
   std::string data = read_all(snap);
@@ -545,12 +550,12 @@ TEST(DurableLogCorruption, TheJournalAfterTheSnapshotMissingOrEmptiedIsAnError) 
     {
       Recovered r = recover(dir.path());
       std::uint64_t seq = 0;
-      ASSERT_TRUE(r.log->rotate(&seq).ok());  // wal-11
+      ASSERT_TRUE(r.log->rotate(&seq).ok());  // wal-11, then records 11..15 in it
       for (int i = 11; i <= 15; ++i) ASSERT_TRUE(r.log->append(payload_of(i)).ok());
       ASSERT_TRUE(r.log->sync().ok());
       auto pl = payloads_1_to(10);
       std::size_t k = 0;
-      ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {
+      ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {  // snap-10 (rotate would start wal-16)
         if (k == pl.size()) return false;
         *p = pl[k++];
         return true;
@@ -583,15 +588,7 @@ TEST(DurableLogCorruption, ALostSnapshotBeforeAnEmptyJournalIsAnError) {
   write_records(dir.path(), 10);
   {
     Recovered r = recover(dir.path());
-    std::uint64_t seq = 0;
-    ASSERT_TRUE(r.log->rotate(&seq).ok());  // wal-11, no record in it
-    auto pl = payloads_1_to(10);
-    std::size_t k = 0;
-    ASSERT_TRUE(r.log->write_snapshot(seq, [&](std::string* p) {
-      if (k == pl.size()) return false;
-      *p = pl[k++];
-      return true;
-    }).ok());
+    snapshot_records(*r.log, 10);  // snap-10 and wal-11, no record in it
   }
   fs::remove(dir.file(DurableLog::snapshot_name(10)));
   Recovered r = recover(dir.path());
