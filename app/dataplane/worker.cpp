@@ -521,9 +521,11 @@ Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const Packe
   const bool l4_ok = l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE;
   const bool ip_ok = m.family == 6 || ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD || ip == RTE_MBUF_F_RX_IP_CKSUM_NONE;
   if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) return Checksum::kBad;  // also what FragStage sets for a bad fragment
-  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD) return check_checksums(frame, rte_pktmbuf_data_len(mb), m) == Checksum::kUnchecked
-                                                   ? Checksum::kUnchecked : Checksum::kBad;
+  const bool udp_none = m.family == 4 && m.proto == kProtoUdp && m.l4 && m.l4_off + 8 <= rte_pktmbuf_data_len(mb) &&
+                        frame[m.l4_off + 6] == 0 && frame[m.l4_off + 7] == 0;
+  if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD) return udp_none ? Checksum::kUnchecked : Checksum::kBad;
   if (l4_ok && ip_ok) return Checksum::kGood;
+  if (mb->nb_segs != 1) return Checksum::kUnchecked;  // the first segment is not the whole packet
   return check_checksums(frame, rte_pktmbuf_data_len(mb), m);
 }
 

@@ -155,6 +155,10 @@ BlocklistSync::BlocklistSync(Blocklist& b, sync::SyncOptions o) : b_(b) {
            "from its start (the rules from '%s' stay; replace them with load --replace if they should not)",
            was->c_str(), o.stream.c_str(), o.stream.c_str(), was->c_str());
     start = {};
+    // The old position goes first: a crash before the new stream's first
+    // entry is applied must not find it again beside the new name.
+    if (b.set_mark({std::string(kMarkName), start.str()}) != Blocklist::Result::kOk)
+      CG_LOG(ERR, control, "sync: cannot reset the position in the journal: %s", b.last_error().c_str());
   }
   if (!was || *was != o.stream) {
     if (b.set_mark({std::string(kStreamMark), o.stream}) != Blocklist::Result::kOk)

@@ -260,11 +260,20 @@ TEST_F(SyncTest, AStateDirectoryMovedToAnotherStreamReadsItFromItsStart) {
   redis_->cli({"XADD", "other:rules", "1000-0", "op", "add", "rule", "host old1.example"});
   const std::string config = dir_ + "/other.toml";
   std::ofstream(config) << "[sync]\nredis = \"" << redis_->url() << "\"\nstream = \"other:rules\"\n";
+  {  // first started on the new stream while Redis is down, stopped before it is back
+    redis_->stop();
+    auto down = Gw::run("fa1", redis_->url(), dir_ + "/state-a", config);
+    ASSERT_TRUE(down->up()) << down->err();
+    down->proc().signal(SIGTERM);
+    EXPECT_EQ(down->proc().wait(30s), 0) << down->err();
+    redis_->start();
+  }
   auto a2 = Gw::run("fa2", redis_->url(), dir_ + "/state-a", config);
   ASSERT_TRUE(a2->up()) << a2->err();
   ASSERT_TRUE(eventually([&] { return a2->has("host old1.example"); })) << a2->err();
   EXPECT_TRUE(a2->has("host first.example"));  // the rules stay
-  EXPECT_NE(a2->err().find("was synced with stream 'cuckoogate:rules'"), std::string::npos) << a2->err();
+  // (The warning was the first start's, the one with Redis down: that start
+  // moved the position, so this one reads other:rules from its start too.)
 }
 
 // The bytes of the gateway's journal files (0 before the first): they grow

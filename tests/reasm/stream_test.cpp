@@ -148,29 +148,28 @@ TEST(Stream, AChunkedBodyIsWalkedToTheNextRequest) {
 }
 
 // A head whose body length cannot be read (lenient servers serve it) is
-// given whole, split or not, and framed as one without a body: Python's
-// http.server serves "Content-Length: -1" and then the request pipelined
-// behind it, so that one is given too; bytes that are no request end the
-// inspection. Before, such a head was taken for "not HTTP" and never given,
-// so a blocked Host behind "Transfer-Encoding: identity" passed.
-TEST(Stream, AHeadWithAnUnreadableBodyLengthIsGivenAndSoIsTheNextRequest) {
+// given whole, split or not. Where a next request would start depends on
+// which length the server believes ("5" and "6": a body of 5 bytes, then a
+// request), so the client's later bytes are dropped: a conflict, not a
+// guess. Before, such a head was taken for "not HTTP" and never given, so a
+// blocked Host behind "Transfer-Encoding: identity" passed.
+TEST(Stream, AHeadWithAnUnreadableBodyLengthIsGivenAndTheRestDropped) {
   for (const char* framing : {"Transfer-Encoding: identity", "Content-Length: -1", "Content-Length: 5\r\nContent-Length: 6"}) {
     const std::string head = std::string("GET / HTTP/1.1\r\nHost: fine.example\r\n") + framing + "\r\n\r\n";
-    const std::string s = head + kBlocked;
-    for (std::size_t cut = 1; cut < s.size(); cut += 7) {
+    const std::string s = head + "xxxxx" + kBlocked;
+    for (std::size_t cut = 1; cut <= head.size(); cut += 7) {
       SCOPED_TRACE(std::string(framing) + ", cut " + std::to_string(cut));
       Harness h;
       Flow f = opened();
       h.client(f, s, 0, cut);
-      EXPECT_EQ(h.client(f, s, cut, s.size() - cut), Step::kMessages);
-      EXPECT_EQ(h.got, (std::vector<std::string>{head, kBlocked}));
+      EXPECT_EQ(h.client(f, s, cut, head.size() - cut),
+                cut == head.size() ? Step::kSkip : Step::kMessages);
+      if (cut == head.size()) continue;
+      EXPECT_EQ(h.got, (std::vector<std::string>{head}));
+      EXPECT_EQ(h.insp.counters().conflicts, 1u);
+      EXPECT_EQ(h.client(f, s, head.size(), s.size() - head.size()), Step::kDropped);  // body and request
+      EXPECT_EQ(h.got, (std::vector<std::string>{head}));
     }
-    Harness h;  // a body after all: not a request, inspection ends
-    Flow f = opened();
-    const std::string body = head + "\x01\x02 binary body";
-    EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kDone);  // the head given, then done
-    EXPECT_EQ(h.got, (std::vector<std::string>{head}));
-    EXPECT_EQ(h.client(f, kGet, 0, kGet.size()), Step::kDone);
   }
 }
 

@@ -27,20 +27,26 @@ uint16_t ones_sum(const uint8_t* p, std::size_t len, uint32_t sum) noexcept {
 }
 
 Checksum check_checksums(const uint8_t* frame, std::size_t len, const PacketMeta& m) noexcept {
-  if ((m.proto != 6 && m.proto != 17) || !m.l4 || m.tunneled || m.malformed || m.family == 0 ||
-      m.fragmented || m.non_first_fragment)
+  if ((m.proto != 6 && m.proto != 17) || !m.l4 || m.tunneled || m.family == 0 || m.fragmented ||
+      m.non_first_fragment || m.addr_off < (m.family == 4 ? 12u : 8u))
     return Checksum::kUnchecked;
+  // Shorter than its IP header says: the receiver drops it (Linux: "len <
+  // tot_len"). An IPv6 payload length of 0 (a jumbogram) is not judged.
+  const std::size_t ip_at = m.addr_off - (m.family == 4 ? 12 : 8);
+  const uint8_t* ip = frame + ip_at;
+  const std::size_t ip_len = m.family == 4 ? std::size_t{ip[2]} << 8 | ip[3] : 40 + (std::size_t{ip[4]} << 8 | ip[5]);
+  if (m.family == 6 && ip_len == 40 && m.l4_off > ip_at + 40) return Checksum::kUnchecked;
+  if (ip_at + ip_len > len) return Checksum::kBad;
+  if (m.malformed) return Checksum::kUnchecked;
   if (std::size_t{m.l4_off} + m.l4_len > len || m.l4_len < (m.proto == 6 ? 20u : 8u)) return Checksum::kUnchecked;
   const uint8_t* l4 = frame + m.l4_off;
   if (m.family == 4) {
-    // The IPv4 header: its addresses sit 12 bytes in.
-    if (m.addr_off < 12) return Checksum::kUnchecked;
-    const uint8_t* ip = frame + m.addr_off - 12;
     const std::size_t ihl = std::size_t{ip[0] & 0x0fu} * 4;
-    if (ihl < 20 || m.addr_off - 12 + ihl > len) return Checksum::kUnchecked;
+    if (ihl < 20 || ip_at + ihl > len) return Checksum::kUnchecked;
     if (ones_sum(ip, ihl) != 0xffff) return Checksum::kBad;
-    // A source route (LSRR 131, SSRR 137) still to follow: the receiver sums
-    // against the route's last address, not this header's destination.
+    // Options a receiver refuses (Linux, accept_source_route = 0 by
+    // default): a source route (LSRR 131, SSRR 137), or options that do not
+    // parse. Such a packet never reaches the server's stream.
     for (std::size_t o = 20; o < ihl;) {
       const uint8_t t = ip[o];
       if (t == 0) break;  // end of options
@@ -48,21 +54,22 @@ Checksum check_checksums(const uint8_t* frame, std::size_t len, const PacketMeta
         ++o;
         continue;
       }
-      if (o + 1 >= ihl || ip[o + 1] < 2) break;
-      if (t == 131 || t == 137) return Checksum::kUnchecked;
+      if (o + 1 >= ihl || ip[o + 1] < 2 || o + ip[o + 1] > ihl) return Checksum::kBad;
+      if (t == 131 || t == 137) return Checksum::kBad;
       o += ip[o + 1];
     }
     if (m.proto == 17 && l4[6] == 0 && l4[7] == 0) return Checksum::kUnchecked;  // "no checksum" (RFC 768)
   }
   if (m.family == 6) {
-    // A routing header with segments left: the receiver sums against the
-    // final destination, not this header's (RFC 8200 section 8.1).
-    const uint8_t* ip6 = frame + m.addr_off - 8;
+    // A routing header with segments left: an end host drops it (type 0 is
+    // gone, RFC 5095; segment routing is off by default), so it never
+    // reaches the server's stream.
+    const uint8_t* ip6 = ip;
     uint8_t nh = ip6[6];
     std::size_t o = m.addr_off + 32;
     while (o + 8 <= m.l4_off && nh != m.proto) {
       const uint8_t* e = frame + o;
-      if (nh == 43 && e[3] != 0) return Checksum::kUnchecked;
+      if (nh == 43 && e[3] != 0) return Checksum::kBad;
       const std::size_t elen = nh == 44 ? 8 : nh == 51 ? (std::size_t{e[1]} + 2) * 4 : (std::size_t{e[1]} + 1) * 8;
       nh = e[0];
       o += elen;

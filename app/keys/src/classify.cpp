@@ -119,7 +119,7 @@ class Emitter {
   // the url without it too (a rule without a query matches any query).
   // The path is canonicalised before its length is checked, so padding with
   // "/./" cannot push a blocked url past kMaxUrlLen.
-  // Not inlined: its 32 KiB of buffers would make every classify() call
+  // Not inlined: its 48 KiB of buffers would make every classify() call
   // probe that much stack.
   [[gnu::noinline]] void url(const detail::HttpRequest& req, const detail::AuthorityParts& a) noexcept {
     constexpr std::size_t kPathMax = 16384;
@@ -146,23 +146,20 @@ class Emitter {
     std::size_t wide_query_at = 0;
     const std::size_t wlen = detail::canonical_path<true>(req.path, req.path_len, wide, tmp, &wide_query_at);
     if (wide_query_at == query_at && std::memcmp(wide, path, query_at) == 0) return;
-    if (alen + wide_query_at > kMaxUrlLen) {
-      out_.url_too_long = true;
-      return;
-    }
-    url_keys(req, a, wide, wlen, wide_query_at);
+    // (Too long for a rule, it is simply not looked up: the plain form was.)
+    if (alen + wide_query_at <= kMaxUrlLen) url_keys(req, a, wide, wlen, wide_query_at, /*flag_long=*/false);
   }
 
  private:
   // With a query: the url without it first, then the whole one.
   void url_keys(const detail::HttpRequest& req, const detail::AuthorityParts& a, const uint8_t* path,
-                std::size_t plen, std::size_t query_at) noexcept {
+                std::size_t plen, std::size_t query_at, bool flag_long = true) noexcept {
     const std::size_t alen = detail::authority_len(a);
     const std::size_t lens[2] = {query_at, plen};
     for (unsigned k = plen != query_at ? 0 : 1; k < 2; ++k) {
       const std::size_t n = lens[k];
       if (alen + n > kMaxUrlLen) {
-        out_.url_too_long = true;
+        if (flag_long) out_.url_too_long = true;
         continue;
       }
       uint8_t* w = cursor();

@@ -210,10 +210,16 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       if (h.status == Frame::kComplete) {
         if (held) ++c_.completed;
         message(q + h.start, h.head_end - h.start, App::kHttp);
-        // A body length this cannot read (kUnknown): framed as no body, as
-        // Python's http.server serves "Content-Length: -1", so a request
-        // pipelined behind it is judged too; bytes that are no request end
-        // the inspection there (invalid()).
+        if (h.body == HttpBody::kUnknown) {
+          // A body length this cannot read: the head is judged (lenient
+          // servers serve it), but where the next request starts depends on
+          // which length the server believes, so what the client sends
+          // after it is dropped, counted as a conflict (docs/reassembly.md).
+          ++c_.conflicts;
+          close(s);
+          set_phase(s, kPhaseDropped);
+          return Step::kMessages;
+        }
         if (h.body == HttpBody::kChunked) {
           advance = h.head_end;
           set_phase(s, kChunked);

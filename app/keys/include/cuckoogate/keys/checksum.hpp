@@ -15,9 +15,12 @@ namespace cg {
 
 enum class Checksum : uint8_t {
   kGood,       // the IPv4 header's and the transport's checksums verify
-  kBad,        // one of them does not: a receiver drops the packet
-  kUnchecked,  // nothing to verify (no transport header, a tunnel, bytes
-               // missing from the frame, UDP over IPv4 without a checksum)
+  kBad,        // a receiver drops the packet: a checksum does not verify,
+               // the frame is shorter than its IP header says, or it carries
+               // a source route (IPv4 options, an IPv6 routing header with
+               // segments left) or IPv4 options that do not parse
+  kUnchecked,  // nothing to verify (no transport header, a tunnel, a
+               // fragment, UDP over IPv4 without a checksum)
 };
 
 // `m`: parse_packet(frame, len, m). TCP and UDP only; any other protocol is

@@ -65,7 +65,8 @@ enum class HttpBody : uint8_t {
   kUnknown,  // a Content-Length or Transfer-Encoding this cannot read (two
              // lengths, "abc", "-1", a last coding other than chunked):
              // strict servers refuse the request, lenient ones serve it,
-             // so it is judged; next = head_end, as Python's server reads it
+             // so it is judged; next = head_end (the stream inspector drops
+             // what follows: which length the server believes is unknowable)
 };
 
 struct HttpHead {
