@@ -541,15 +541,11 @@ Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const Packe
 // a client whose NIC computes checksums holds valid ones only on what it
 // received, and must still be read.
 bool Worker::unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected) {
-  if (!inspected) {
-    if (checksums_trusted_ || m.proto != kProtoTcp || (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) != flow::kTcpSyn)
-      return false;
-    if (receiver_checksum(mb, frame, m) == Checksum::kGood) checksums_trusted_ = true;
-    return false;
-  }
+  const bool bare_syn = m.proto == kProtoTcp && (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) == flow::kTcpSyn;
+  if (!inspected && (checksums_trusted_ || !bare_syn)) return false;  // nothing to read, nothing to learn
   const Checksum c = receiver_checksum(mb, frame, m);
   if (c == Checksum::kGood) checksums_trusted_ = true;
-  if (c != Checksum::kBad || !checksums_trusted_) return false;
+  if (!inspected || c != Checksum::kBad || !checksums_trusted_) return false;
   bump(cfg_.stats->reasm_bad_checksum);
   return true;
 }
@@ -745,9 +741,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
-    const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
-    if (cfg_.checksums != ChecksumMode::kOff && (inspected || !checksums_trusted_) &&
-        unreadable(pkts[i], frame, m, inspected)) {
+    const bool verify = cfg_.checksums != ChecksumMode::kOff;
+    const bool inspected = verify && tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
+    if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);

@@ -82,17 +82,24 @@ std::vector<std::string> canonical_set(const std::vector<Rule>& rules) {
 // store holds rules, and at least Options::snapshot_every: growing a large
 // blocklist by loads never rewrites it; deletes and updates do, once they
 // outnumber what stays.
+// A blocklist of 4096 rules kept in `state`, compacted past `snapshot_every`
+// dead records.
+Blocklist::Options durable(const std::string& state, const char* name, uint64_t snapshot_every) {
+  Blocklist::Options o;
+  o.capacity = 4096;
+  o.name = name;
+  o.state_dir = state;
+  o.snapshot_every = snapshot_every;
+  return o;
+}
+
 // A compaction that fails (here: its snapshot file cannot be created; a
 // full disk in the field) is said in `info` and tried again after a pause,
 // not after every change: each try rotates the journal (one new file) and
 // scans the whole store. An outside check counted 109 journals for 100 adds.
 TEST(BlocklistBatch, AFailedCompactionIsReportedAndRetriedAfterAPause) {
   const std::string state = g_dir + "/compaction-fails";
-  Blocklist::Options o;
-  o.capacity = 4096;
-  o.name = "bbfail";
-  o.state_dir = state;
-  o.snapshot_every = 100;
+  Blocklist::Options o = durable(state, "bbfail", 100);
   std::string err;
   auto b = Blocklist::create(o, &err);
   ASSERT_NE(b, nullptr) << err;
@@ -137,11 +144,7 @@ TEST(BlocklistBatch, AFailedCompactionIsReportedAndRetriedAfterAPause) {
 // refused the same damage and needed --salvage again).
 TEST(BlocklistBatch, ASalvagedSnapshotIsRewrittenSoTheNextStartNeedsNoSalvage) {
   const std::string state = g_dir + "/salvage";
-  Blocklist::Options o;
-  o.capacity = 4096;
-  o.name = "bbsalv";
-  o.state_dir = state;
-  o.snapshot_every = 10;
+  Blocklist::Options o = durable(state, "bbsalv", 10);
   std::string err;
   auto rule = [](std::size_t i) { return R("host s" + std::to_string(i) + ".example.com"); };
   {
@@ -217,11 +220,7 @@ TEST(BlocklistBatch, ForgetRemovesIfPresentAndFailsNothing) {
 
 TEST(BlocklistBatch, JournalIsCompactedWhenItsDeadRecordsOutnumberTheRules) {
   const std::string state = g_dir + "/compaction";
-  Blocklist::Options o;
-  o.capacity = 4096;
-  o.name = "bbsnap";
-  o.state_dir = state;
-  o.snapshot_every = 100;
+  Blocklist::Options o = durable(state, "bbsnap", 100);
   std::string err;
   auto b = Blocklist::create(o, &err);
   ASSERT_NE(b, nullptr) << err;

@@ -106,6 +106,11 @@ class StreamSyncTest : public ::testing::Test {
   bool serve_until(std::vector<StreamSync*> syncs, Pred pred) {
     return cg::test::serve_until(syncs, pred, 5s);
   }
+  // A gateway B (applier mb) that follows the stream up to `last`, then stops.
+  void follow_then_stop(MapApplier& mb, const StreamId& last) {
+    StreamSync b(options("b"), mb, {});
+    ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == last; }));
+  }
   // Publishes through s; the entries' IDs (a failure fails the test).
   static std::vector<StreamId> publish_ok(StreamSync& s, const std::vector<Entry>& e) {
     std::vector<StreamId> ids;
@@ -162,10 +167,7 @@ TEST_F(StreamSyncTest, RestartResumesAfterTheLastAppliedId) {
   StreamSync a(options("a"), ma, {});
   ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
   std::vector<StreamId> ids = publish_ok(a, {add("host one.example"), add("host two.example")});
-  {
-    StreamSync b(options("b"), mb, {});
-    ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[1]; }));
-  }
+  follow_then_stop(mb, ids[1]);
   // B is down: changes go on without it.
   ids = publish_ok(a, {del("host one.example"), add("host three.example")});
   // B restarts from its durable position: applies only the two new entries.
@@ -271,10 +273,7 @@ TEST_F(StreamSyncTest, AStreamDeletedWhileAwayIsAGapAndItsNewEntriesAreAllRead) 
   StreamSync a(options("a"), ma, {});
   ASSERT_TRUE(serve_until({&a}, [&] { return a.connected(); }));
   std::vector<StreamId> ids = publish_ok(a, {add("host one.example"), add("host two.example")});
-  {
-    StreamSync b(options("b"), mb, {});
-    ASSERT_TRUE(serve_until({&b}, [&] { return mb.last == ids[1]; }));
-  }
+  follow_then_stop(mb, ids[1]);
   publish_ok(a, {add("host lost.example")});
   redis_->cli({"DEL", "cuckoogate:rules"});
   {  // no stream at all while B starts
