@@ -97,6 +97,9 @@ void flow_free(void* p, std::size_t, void*) { rte_free(p); }
 // a packet's direction, so each direction is judged once per generation.
 constexpr uint8_t kPassFwd = 0x02, kPassRev = 0x04;
 constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
+// kHandshake: a TCP flow's stream was opened by its SYN-ACK (or SYN), so its
+// client and start are known, not guessed (StreamInspector::syn_ack).
+constexpr uint8_t kHandshake = 0x08;
 
 // A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
 // state bits in its entry, the reassembly slot and where the next message
@@ -367,14 +370,26 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
   WorkerScratch& s = *s_;
   if (nf == first) return;
   flows_->track_burst(s.fp + first, s.fh + first, nf - first, now, s.fr + first);
+  constexpr uint8_t kSynAck = flow::kTcpSyn | flow::kTcpAck;
   for (uint16_t i = first; i < n; ++i) {
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
-    if (r.entry == nullptr || !r.created || s.meta[i].proto != kProtoTcp) continue;
-    // Which side is the client, and where its bytes start, is known when the
-    // handshake opened the flow (docs/reassembly.md, "Direction").
     const PacketMeta& m = s.meta[i];
-    reasm::stream_open(stream_of(*flows_, *r.entry), m.tcp_flags, m.tcp_seq, m.tcp_ack, r.dir == flow::Dir::kForward);
+    if (r.entry == nullptr || m.proto != kProtoTcp) continue;
+    // Which side is the client, and where its bytes start, is known when the
+    // handshake opened the flow (docs/reassembly.md, "Direction"); a later
+    // SYN-ACK must agree with it.
+    const bool fwd = r.dir == flow::Dir::kForward;
+    flow::FlowEntry& e = *r.entry;
+    if (r.created) {
+      reasm::stream_open(stream_of(*flows_, e), m.tcp_flags, m.tcp_seq, m.tcp_ack, fwd);
+      if ((m.tcp_flags & flow::kTcpSyn) != 0) e.flags |= kHandshake;
+    } else if ((m.tcp_flags & kSynAck) == kSynAck) {
+      using Answer = reasm::StreamInspector::Answer;
+      const Answer a = stream_->syn_ack(stream_of(*flows_, e), m.tcp_seq, m.tcp_ack, fwd, (e.flags & kHandshake) != 0);
+      if (a == Answer::kOpened) e.flags |= kHandshake;
+      if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
+    }
   }
 }
 

@@ -44,7 +44,7 @@ struct Piece {
 };
 
 Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces, uint16_t port, bool midstream,
-         bool server_noise) {
+         bool server_noise, bool synacks = false) {
   // A slot budget above any stream here and an out-of-order window above any
   // swap: only message limits can overflow, never the pool.
   auto pool = Pool::create({.slots = 2, .slot_bytes = 8192, .max_pending = 4});
@@ -63,6 +63,11 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
       const Step st = insp.segment(ref, s, 0, &sink, &r);
       check(st != Step::kMessages || midstream);  // the server's bytes are messages only while the client is unknown
       r.overflow = r.overflow || st == Step::kOverflow;
+    }
+    if (synacks) {  // a retransmitted SYN-ACK before every segment agrees (or opens a mid-stream flow)
+      const auto a = insp.syn_ack(ref, 5000, kIsn + 1, /*sender_is_initiator=*/false, /*from_handshake=*/!midstream);
+      check(a == (midstream ? StreamInspector::Answer::kOpened : StreamInspector::Answer::kAgrees));
+      midstream = false;  // opened: from now on a handshake's flow
     }
     check(p.off + p.len <= n);
     const Segment s{kIsn + 1 + p.off, stream + p.off, p.len, true, 40000, port};
@@ -86,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (n == 0) return 0;
   static const uint16_t kPorts[] = {80, 443, 53, 8000};
   const uint16_t port = kPorts[opt & 3];
-  const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0;
+  const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0, synacks = (opt & 32) != 0;
 
   std::vector<uint32_t> at;
   for (std::size_t i = 0; i < cuts; ++i) {
@@ -106,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     for (std::size_t i = 1; i < pieces.size(); i += 2) std::swap(pieces[i - 1], pieces[i]);
 
   const Run whole = feed(stream, n, {{0, static_cast<uint32_t>(n)}}, port, midstream, false);
-  const Run cut = feed(stream, n, pieces, port, midstream, noise);
+  const Run cut = feed(stream, n, pieces, port, midstream, noise, synacks && !midstream);
   if (!midstream && !whole.overflow && !cut.overflow) check(whole.messages == cut.messages);
   return 0;
 }

@@ -529,6 +529,56 @@ TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
   }
 }
 
+// Handshake forgeries by the client (docs/reassembly.md, "Direction"): a
+// SYN-ACK spoofed from the client's side swaps the sides (its receiver, the
+// server, is taken for the client, and the ClientHello for server bytes); one
+// spoofed from the server with another acknowledgement moves the stream's
+// start past the ClientHello; segments ahead of the handshake make the flow
+// a mid-stream one, whose inspection three segments that start nothing end.
+// The server ignores each (or never gets it: a TTL too low). The real
+// SYN-ACK then contradicts the flow, or opens the mid-stream one: the
+// ClientHello is judged or the client data dropped. (The first, third and
+// fourth passed it; the second was judged, by luck of the order.)
+TEST_F(Flows, ForgedHandshakePacketsDoNotHideTheClientHello) {
+  const Conn k;
+  const Bytes syn = k.c2s(0x02, 100, 0).frame(), synack = k.s2c(0x12, 500, 101).frame();
+  const Bytes ack = k.c2s(0x10, 101, 501).frame();
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const Bytes swapped = k.c2s(0x12, 9000, 501).frame();  // "the client answers the server's SYN"
+  const Bytes moved = k.s2c(0x12, 500, 101 + 5000).frame();
+  const std::string junk = "\x7f\x00\x01 nothing a client starts with";
+  std::vector<Bytes> ahead = {k.c2s(0x10, 101, 501).frame()};
+  for (uint32_t i = 0; i < 3; ++i) ahead.push_back(k.data(junk, 3000 + 100 * i));
+  const std::string rules = "host blocked.example\n";
+  struct Case {
+    const char* name;
+    std::vector<Bytes> packets;
+    std::vector<Bytes> dropped;
+    int conflicts;
+  };
+  const std::vector<Case> cases = {
+      {"swapped sides, forgery first", {syn, swapped, synack, ack, hello}, {hello}, 1},
+      {"swapped sides, forgery after the answer", {syn, synack, swapped, ack, hello}, {hello}, 1},
+      {"start moved", {syn, moved, synack, ack, hello}, {hello}, 1},
+      {"mid-stream ahead of the handshake", cat(ahead, {syn, synack, ack, hello}), {hello}, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto st = replay(c.packets, rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), c.dropped);
+    EXPECT_EQ(st["reassembly"]["conflicts"], c.conflicts);
+    EXPECT_EQ(st["dropped_by_kind"]["host"], c.conflicts == 0 ? 1 : 0);
+  }
+  // A retransmitted SYN-ACK agrees: a fine name passes, a blocked one is judged.
+  const Bytes fine = k.c2s(0x18, 101, 501).payload(tls_client_hello("fine.example")).frame();
+  auto st = replay({syn, synack, synack, ack, fine}, rules, {"--pps", "50"});
+  EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  st = replay({syn, synack, synack, ack, hello}, rules, {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+  EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
+}
+
 // The insertion attack (Ptacek and Newsham): a ClientHello naming a fine
 // host, sent first with a bad checksum, which the server drops but a gateway
 // that does not check reads and judges; then the real one at the same

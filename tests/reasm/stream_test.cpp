@@ -248,6 +248,59 @@ TEST(Stream, MidStreamAMessageStartIsFoundInALaterSegment) {
   EXPECT_EQ(h.got, (std::vector<std::string>{kBlocked}));
 }
 
+// A SYN-ACK of an existing flow: it opens a flow picked up mid-stream, and
+// must agree with a flow the handshake opened (stream.hpp, syn_ack()).
+TEST(Stream, ALaterSynAckOpensAMidStreamFlowAndMustAgreeWithAHandshake) {
+  using Answer = StreamInspector::Answer;
+  Harness h;
+  {  // a retransmitted answer agrees
+    Flow f = opened();
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, /*sender_is_initiator=*/false, /*from_handshake=*/true), Answer::kAgrees);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kMessages);
+  }
+  {  // from the side taken for the client: the sides were swapped by a forgery
+    Flow f = opened();
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, /*sender_is_initiator=*/true, true), Answer::kContradicts);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, true, true), Answer::kAgrees);  // counted once
+  }
+  {  // from the server, acknowledging another start (a forged one came first)
+    Flow f = opened();
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, false, true), Answer::kContradicts);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), false, 80, 40000), Step::kDropped);  // both ways
+  }
+  {  // once the client's bytes have begun, a late copy changes nothing
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, kBlocked, 0, 10), Step::kSkip);  // held
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, true, true), Answer::kAgrees);
+    EXPECT_EQ(h.client(f, kBlocked, 10, kBlocked.size() - 10), Step::kMessages);
+    EXPECT_EQ(h.got.back(), kBlocked);
+  }
+  {  // picked up mid-stream, with three segments that started nothing (its
+     // inspection over): opened from the answer, the start the handshake's
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, true);
+    const std::string junk = "\x7f\x00\x01 not a request line\r\n";
+    for (int i = 0; i < 3; ++i) h.client(f, junk, 0, junk.size());
+    EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false), Answer::kOpened);
+    EXPECT_TRUE(stream_client_known(f.ref()));
+    EXPECT_FALSE(stream_wants(f.ref(), false));
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kMessages);
+    EXPECT_EQ(h.got.back(), kBlocked);
+    // ... and a part of a message held at a start a forgery chose is let go
+    Flow g;
+    stream_open(g.ref(), kAck, 5, 6, true);
+    const Segment far{kIsn + 1000, reinterpret_cast<const uint8_t*>(kBlocked.data()), 10, true, 40000, 80};
+    EXPECT_EQ(h.insp.segment(g.ref(), far, 0, &Harness::sink, &h), Step::kSkip);
+    EXPECT_NE(g.handle, 0u);
+    EXPECT_EQ(h.insp.syn_ack(g.ref(), 777, kIsn + 1, false, false), Answer::kOpened);
+    EXPECT_EQ(g.handle, 0u);
+    EXPECT_EQ(h.client(g, kBlocked, 0, kBlocked.size()), Step::kMessages);
+    EXPECT_EQ(h.got.back(), kBlocked);
+  }
+}
+
 TEST(Stream, AFlowThatSpeaksSomethingElseIsDone) {
   Harness h;
   Flow f = opened();

@@ -85,6 +85,20 @@ bool StreamInspector::drop(StreamRef s) noexcept {
   return true;
 }
 
+StreamInspector::Answer StreamInspector::syn_ack(StreamRef s, uint32_t seq, uint32_t ack, bool sender_is_initiator,
+                                                 bool from_handshake) noexcept {
+  if (!from_handshake) {
+    close(s);
+    stream_open(s, 0x12, seq, ack, sender_is_initiator);
+    return Answer::kOpened;
+  }
+  if (phase(s) != 0) return Answer::kAgrees;  // past its start (or done, or dropped): nothing to anchor
+  const bool sender_is_client = sender_is_initiator == ((s.bits & kClientRev) == 0);
+  if (!sender_is_client && ack == s.next) return Answer::kAgrees;
+  drop(s);
+  return Answer::kContradicts;
+}
+
 Step StreamInspector::finish(StreamRef s) noexcept {
   close(s);
   set_phase(s, kPhaseDone);

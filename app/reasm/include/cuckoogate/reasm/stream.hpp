@@ -102,6 +102,24 @@ class StreamInspector {
   // changes nothing) if the flow was dropped already, so the caller counts a
   // flow once. Not counted here: the caller knows why (urgent data).
   bool drop(StreamRef s) noexcept;
+  // A SYN-ACK of a flow whose entry another packet created
+  // (docs/reassembly.md, "Direction"). `from_handshake`: the stream was
+  // opened by stream_open() from a SYN or SYN-ACK (the caller keeps that bit
+  // beside the entry; StreamRef's bits are all taken). A flow picked up
+  // mid-stream — forged packets sent ahead of the handshake can make a flow
+  // one, and then its start is only guessed and three segments that start
+  // nothing end its inspection — is opened from the answer, whatever its
+  // phase, as stream_open() would: kOpened (the caller sets its bit).
+  // Inspecting again is never less strict. A handshake's flow must agree
+  // while none of its client's bytes has been read: a SYN-ACK from the side
+  // taken for the client, or acknowledging another start, is a forgery (a
+  // client spoofing its server's answer to swap the sides, or to move its
+  // stream's start past its ClientHello) or a simultaneous open, which TLS,
+  // HTTP and DNS clients never make, so the flow's client data is dropped as
+  // a conflict would drop it: kContradicts (once). A retransmitted SYN-ACK
+  // agrees.
+  enum class Answer : uint8_t { kAgrees, kOpened, kContradicts };
+  Answer syn_ack(StreamRef s, uint32_t seq, uint32_t ack, bool sender_is_initiator, bool from_handshake) noexcept;
   // Returns the flow's slot, if any (the caller is forgetting the flow).
   void close(StreamRef s) noexcept;
   const StreamCounters& counters() const noexcept { return c_; }
