@@ -127,6 +127,19 @@ uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd
 constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
 
 
+// Does a TCP receiver take this segment's payload into its stream? Not
+// without ACK (RFC 9293 3.10.7.4, "check the ACK field": dropped once
+// synchronized; Linux drops it in every state past SYN-SENT), nor with RST
+// (the connection is reset or the RST ignored; its bytes are never read),
+// nor with SYN (data in a SYN — TCP Fast Open — is the one exception; such a
+// SYN is judged alone, not read: docs/reassembly.md, "Direction"). A client
+// could otherwise send a ClientHello naming a fine host in such a segment,
+// which the gateway would judge and its server drop, and then the real one
+// at the same sequence number, taken for a retransmission.
+bool payload_taken(uint8_t tcp_flags) {
+  return (tcp_flags & (flow::kTcpAck | flow::kTcpSyn | flow::kTcpRst)) == flow::kTcpAck;
+}
+
 template <class M>
 bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
   // A segment with URG set moves the urgent pointer, payload or not (a bare
@@ -757,8 +770,11 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
-    const bool inspected = verify && tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
-    if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
+    const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
+    if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
+      bump(st.reasm_not_taken);
+      classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes
+    } else if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);

@@ -65,7 +65,7 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
       {"reassembly", {{"started", s.reasm_started}, {"completed", s.reasm_completed},
                       {"overflow", s.inspect_overflow},
                       {"conflicts", s.reasm_conflicts}, {"dropped", s.inspect_dropped},
-                      {"bad_checksum", s.reasm_bad_checksum}}},
+                      {"bad_checksum", s.reasm_bad_checksum}, {"not_taken", s.reasm_not_taken}}},
       {"quic", {{"initials", s.quic_initials}, {"completed", s.quic_completed}, {"failed", s.quic_failed},
                 {"blocked", s.quic_blocked}}},
       {"rejects", {{"sent", s.rejects_sent}, {"limited", s.rejects_limited}, {"failed", s.rejects_failed}}},

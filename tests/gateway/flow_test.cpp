@@ -579,6 +579,31 @@ TEST_F(Flows, ForgedHandshakePacketsDoNotHideTheClientHello) {
   EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
 }
 
+// The insertion attack with a segment whose payload no receiver takes: a
+// ClientHello naming a fine host without ACK, or with RST or SYN set, which
+// the server drops (RFC 9293: no ACK, dropped; a RST's bytes are never read),
+// then the real one at the same sequence number. It is not read (counted in
+// reassembly.not_taken), so the real one is judged. (It was read, and the
+// real one passed as a retransmission.)
+TEST_F(Flows, ASegmentNoReceiverTakesIsNotReadAsTheClientsBytes) {
+  const Conn k;
+  const Bytes fake = tls_client_hello("fine.example"), real = tls_client_hello("blocked.example");
+  const Bytes good = k.c2s(0x18, 101, 501).payload(real).frame();
+  for (const uint8_t flags : {uint8_t{0x08}, uint8_t{0x00}, uint8_t{0x1c}, uint8_t{0x1a}}) {  // PSH, none, RST, SYN
+    SCOPED_TRACE(int{flags});
+    const Bytes bad = k.c2s(flags, 101, 501).payload(fake).frame();
+    const auto st = replay(cat(k.handshake(), {bad, good}), "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good}));
+    EXPECT_EQ(st["reassembly"]["not_taken"], 1);
+  }
+  // With ACK (and FIN) the first copy is the server's too: judged, and the
+  // second, another copy of bytes already judged, is what docs/rules.md lists.
+  const Bytes taken = k.c2s(0x19, 101, 501).payload(fake).frame();
+  const auto st = replay(cat(k.handshake(), {taken}), "host fine.example\n", {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{taken}));
+  EXPECT_EQ(st["reassembly"]["not_taken"], 0);
+}
+
 // The insertion attack (Ptacek and Newsham): a ClientHello naming a fine
 // host, sent first with a bad checksum, which the server drops but a gateway
 // that does not check reads and judges; then the real one at the same
