@@ -126,6 +126,20 @@ uint8_t judging_bit(flow::Dir d) { return d == flow::Dir::kForward ? kJudgingFwd
 // conflict, inspect_overflow = "drop").
 constexpr uint8_t kQuicInspecting = 0, kQuicDone = 1, kQuicDropped = 2;
 
+// What a QUIC flow being inspected keeps in its reassembly slot's tag
+// (reasm::Pool::tag, zeroed by begin()): the DCID whose keys its Initials are
+// opened with — a client keeps its first Initial's keys after a server
+// Initial made it switch DCID (RFC 9001 §5.2), or those of a Retry's DCID —
+// and the largest packet number opened, which truncated ones are decoded
+// against (RFC 9000 §A.3).
+struct QuicTag {
+  uint64_t largest_pn_plus1;  // 0: none yet
+  uint8_t has_key;
+  uint8_t dcid_len;
+  uint8_t dcid[quic::kMaxCidLen];
+};
+static_assert(sizeof(QuicTag) <= reasm::kSlotTagBytes);
+
 
 // Does a TCP receiver take this segment's payload into its stream? Not
 // without ACK (RFC 9293 3.10.7.4, "check the ACK field": dropped once
@@ -332,6 +346,7 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
                                    m.vlan, m.proto, m.family},
                                   fp.key);
     fp.tcp_flags = m.tcp_flags;
+    fp.no_state = false;
     s.lane[nf] = {.payload_len = m.payload_len, .dport = m.dport, .proto = m.proto, .side = fp.side,
                   .tcp_flags = m.tcp_flags, .malformed = m.malformed, .compact = false};
     s.fh[nf] = flows_->hash(fp.key);
@@ -388,7 +403,7 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     const PacketMeta& m = s.meta[i];
-    if (r.entry == nullptr || m.proto != kProtoTcp) continue;
+    if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
     // Which side is the client, and where its bytes start, is known when the
     // handshake opened the flow (docs/reassembly.md, "Direction"); a later
     // SYN-ACK must agree with it.
@@ -559,6 +574,28 @@ Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const Packe
 
 }  // namespace
 
+// A FIN, RST or SYN-ACK whose checksum is bad (and checksums are verified)
+// moves no flow state: its receiver drops it, while the gateway would close
+// the flow (and a SYN then reopen it, to wait for a SYN-ACK its server never
+// sends, its next segment starting a flow picked up mid-stream, whose
+// guessed start an attacker can steer past a request) or anchor its stream
+// (docs/reassembly.md, "Checksums"). It is only looked up
+// (FlowPacket::no_state): no entry created, nothing changed, its stream not
+// touched. A bare SYN is not checked: one that finds no entry makes none
+// anyway, and one on a live entry moves nothing; only a closing one, which
+// this check keeps a forged close from making, would reopen.
+void Worker::ignore_bad_control(uint16_t i, const rte_mbuf* mb) {
+  WorkerScratch& s = *s_;
+  const PacketMeta& m = s.meta[i];
+  constexpr uint8_t kSynAck = flow::kTcpSyn | flow::kTcpAck;
+  if (m.proto != kProtoTcp ||
+      ((m.tcp_flags & (flow::kTcpFin | flow::kTcpRst)) == 0 && (m.tcp_flags & kSynAck) != kSynAck))
+    return;
+  if (receiver_checksum(mb, rte_pktmbuf_mtod(mb, const uint8_t*), m) != Checksum::kBad) return;
+  s.fp[s.flow[i]].no_state = true;
+  bump(cfg_.stats->reasm_bad_checksum);
+}
+
 // Whether a tracked packet's bytes must not be read by the inspectors: its
 // checksums are bad and this worker verifies them (docs/reassembly.md,
 // "Checksums"). `inspected`: an inspector wants the packet. With checksums =
@@ -609,8 +646,32 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
     stop(kQuicDropped);
     return;
   }
+  // What the flow's slot keeps (QuicTag): the DCID whose keys its Initials
+  // use and the largest packet number opened.
+  QuicTag tag{};
+  if (uint8_t* t = h != 0 ? pool_->tag(h) : nullptr) std::memcpy(&tag, t, sizeof tag);
+  const int64_t largest = static_cast<int64_t>(tag.largest_pn_plus1) - 1;
   quic::Decoded d;
-  quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d);
+  quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, tag.has_key ? tag.dcid : nullptr, tag.dcid_len,
+                largest);
+  bool own_key = !tag.has_key;
+  if (d.status == quic::Status::kDecryptFailed && tag.has_key) {
+    // Keys of its own DCID: a new connection on the flow's ports, or a
+    // client after a Retry (RFC 9001 §5.2), or the Initial the gateway saw
+    // first was one its server never took.
+    quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, nullptr, 0, largest);
+    own_key = true;
+    if (d.status == quic::Status::kDecryptFailed) {
+      // Neither the flow's keys nor its own open it: a client's Initials all
+      // do (they keep their first DCID's keys after switching DCID), so this
+      // is a forgery meant to leave the gateway with keys the server never
+      // used — fail closed: the flow's client datagrams are dropped.
+      bump(st.quic_failed);
+      bump(st.reasm_conflicts);
+      stop(kQuicDropped);
+      return;
+    }
+  }
   if (d.status != quic::Status::kOk) {
     // Not a client Initial: a 1-RTT packet of a connection already under
     // way, or another protocol. Before any Initial the flow is not QUIC the
@@ -625,8 +686,19 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
     return;
   }
   bump(st.quic_initials);
-  if (d.n_chunks == 0) return;  // only ACK / PING / PADDING
+  // The flow's slot from its first Initial on (one of only ACK, PING or
+  // PADDING too): it keeps the keys' DCID and the packet numbers.
   if (h == 0 && pool_ != nullptr) h = pool_->begin(0, now);
+  if (uint8_t* t = h != 0 ? pool_->tag(h) : nullptr) {
+    if (own_key) {  // the DCID these keys came from: the datagram's first packet's
+      tag.has_key = 1;
+      tag.dcid_len = d.dcid_len;
+      std::memcpy(tag.dcid, d.dcid, d.dcid_len);
+    }
+    tag.largest_pn_plus1 = static_cast<uint64_t>(d.largest_pn + 1);
+    std::memcpy(t, &tag, sizeof tag);
+  }
+  if (d.n_chunks == 0) return;  // only ACK / PING / PADDING
   const reasm::Append a = h != 0 ? quic::feed_crypto(*pool_, h, d, now) : reasm::Append::kBadHandle;
   if (a == reasm::Append::kConflict) {  // two different copies of the ClientHello's bytes
     bump(st.reasm_conflicts);
@@ -742,13 +814,17 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
   n = parse_burst(pkts, n, frags, now, &nf);
   // 0. The fast lane (passing flows in their steady state), then the rest.
   const uint16_t first = flows_ != nullptr ? pass_cached(pkts, n, max_frame, pass_gen, now, pass) : 0;
+  const bool check_controls = checksums_trusted_ && cfg_.checksums != ChecksumMode::kOff;
   for (uint16_t i = first; i < n; ++i) {  // the general way reads every packet's meta and full flow key
-    if (s.parsed[i]) continue;
-    parse_packet(rte_pktmbuf_mtod(pkts[i], const uint8_t*), rte_pktmbuf_data_len(pkts[i]), s.meta[i]);
-    const int16_t j = s.flow[i];  // a plain frame is always tracked
-    flow::expand(s.k4[j], s.fp[j].key);
-    s.fp[j].side = s.lane[j].side;
-    s.fp[j].tcp_flags = s.lane[j].tcp_flags;
+    if (!s.parsed[i]) {
+      parse_packet(rte_pktmbuf_mtod(pkts[i], const uint8_t*), rte_pktmbuf_data_len(pkts[i]), s.meta[i]);
+      const int16_t j = s.flow[i];  // a plain frame is always tracked
+      flow::expand(s.k4[j], s.fp[j].key);
+      s.fp[j].side = s.lane[j].side;
+      s.fp[j].tcp_flags = s.lane[j].tcp_flags;
+      s.fp[j].no_state = false;
+    }
+    if (check_controls && s.flow[i] >= 0) ignore_bad_control(i, pkts[i]);
   }
   if (flows_ != nullptr) track_flows(first, n, nf, now);
 

@@ -648,6 +648,45 @@ TEST(FlowTable, BurstPinsItsEntriesAndFailsOnlyWhenABucketIsAllPinned) {
   EXPECT_EQ(t->stats().evicted, 1u);
 }
 
+// FlowPacket::no_state (a packet its receiver drops, found by its bad
+// checksum): looked up only. A RST of a live flow closes nothing, a packet
+// of no flow creates nothing; the entry it finds is pinned for the burst
+// like any other (a later packet of the burst cannot evict it).
+TEST(FlowTable, APacketWithNoStateIsOnlyLookedUp) {
+  auto t = make_table();
+  track(*t, tcp(1, false, kTcpSyn), 0);
+  FlowEntry* e = track(*t, tcp(1, true, kTcpSyn | kTcpAck), 0).entry;
+  ASSERT_NE(e, nullptr);
+  const uint64_t active = t->stats().active;
+  FlowPacket rst = tcp(1, false, kTcpRst), stray = tcp(2, false, kTcpAck);
+  rst.no_state = stray.no_state = true;
+  const FlowPacket burst[] = {rst, stray};
+  FlowResult r[2];
+  t->track_burst(burst, 2, 5, r);
+  EXPECT_EQ(r[0].entry, e);
+  EXPECT_FALSE(r[0].created);
+  EXPECT_EQ(r[0].dir, Dir::kForward);
+  EXPECT_EQ(r[0].state, FlowState::kTcpEstablished);
+  EXPECT_EQ(r[1].entry, nullptr);
+  EXPECT_FALSE(r[1].deferred);
+  EXPECT_EQ(t->stats().active, active);
+  EXPECT_FALSE(alive(*t, tcp(2, false, kTcpAck), 5));
+  EXPECT_EQ(track(*t, tcp(1, false, kTcpAck), 5).state, FlowState::kTcpEstablished);  // still open
+  EXPECT_EQ(FlowTableTestAccess::unmirrored(*t), 0u);
+  // Pinned: a full bucket behind it cannot take its entry in the same burst.
+  auto u = make_table();
+  const std::vector<FlowPacket> f = same_bucket(*u, v4(0), FlowTable::kWays + 1);
+  for (unsigned i = 0; i < FlowTable::kWays; ++i) track(*u, f[i], i == 0 ? 0 : 1);  // f[0] the oldest
+  FlowPacket probe = f[0];
+  probe.no_state = true;
+  const FlowPacket b2[] = {probe, f[FlowTable::kWays]};
+  FlowResult r2[2];
+  u->track_burst(b2, 2, 2, r2);
+  ASSERT_NE(r2[0].entry, nullptr);
+  EXPECT_EQ(std::memcmp(&r2[0].entry->key, &f[0].key, sizeof(FlowKey)), 0);
+  EXPECT_NE(r2[1].entry, r2[0].entry);
+}
+
 // Random bursts of UDP and TCP packets over `flows` flows: hands every burst
 // to `check` with its packets. Without `resyn`, a bare SYN never follows an
 // earlier packet of its flow in the same burst (it becomes an ACK): such a

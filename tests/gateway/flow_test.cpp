@@ -647,7 +647,7 @@ TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
   EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
   st = replay(plain, rules, {"--checksums", "verify"});
   EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
-  EXPECT_EQ(st["reassembly"]["bad_checksum"], 1);
+  EXPECT_EQ(st["reassembly"]["bad_checksum"], 2);  // the data, and the SYN-ACK (it moves no state)
   // A capture taken on the client, whose NIC computes its checksums: valid
   // ones only on what it received (the server's), wrong on what it sent.
   // "auto" learns only from clients' packets, so it still reads them all.
@@ -657,6 +657,57 @@ TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
   st = replay(client_side, rules);
   EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{client_side[3], client_side[4]}));
   EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
+}
+
+// A RST, FIN or SYN with a bad checksum moves no flow state: its receiver
+// drops it. A forged close and SYN used to free a passing keep-alive
+// connection's entry; its next segment then started a flow picked up
+// mid-stream, whose guessed start a request sent back to front steered past
+// (the last part first: not a start, a try; then the first part: a start
+// whose rest had passed). Now the connection's stream goes on: the second
+// request's first part completes it, and it is judged.
+TEST_F(Flows, ControlSegmentsWithABadChecksumMoveNoFlowState) {
+  Conn k;
+  k.port = 80;
+  auto c2s = [&](uint8_t flags, uint32_t seq, uint32_t ack) { return k.c2s(flags, seq, ack).checksum(); };
+  auto s2c = [&](uint8_t flags, uint32_t seq, uint32_t ack) { return k.s2c(flags, seq, ack).checksum(); };
+  const std::string r1 = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+  const std::string r2 = "GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n";
+  const auto n1 = static_cast<uint32_t>(r1.size());
+  const std::vector<Bytes> hs = {c2s(0x02, 100, 0).frame(), s2c(0x12, 500, 101).frame(), c2s(0x10, 101, 501).frame()};
+  const Bytes req1 = c2s(0x18, 101, 501).payload(r1).frame();
+  const Bytes resp1 = s2c(0x18, 501, 101 + n1).payload("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").frame();
+  const uint32_t at = 101 + n1;
+  const Bytes tail = c2s(0x18, at + 20, 540).payload(r2.substr(20)).frame();
+  const Bytes head = c2s(0x18, at, 540).payload(r2.substr(0, 20)).frame();
+  const Bytes resp2 = s2c(0x18, 540, at + static_cast<uint32_t>(r2.size())).payload("HTTP/1.1 200 OK\r\n").frame();
+  struct Forgery {
+    const char* name;
+    std::vector<Bytes> packets;
+    int checked;  // the RSTs and FINs among them (a bare SYN is not checked)
+  };
+  const std::vector<Forgery> forgeries = {
+      {"rst and syn", {c2s(0x04, at, 0).checksum(0x55).frame(), c2s(0x02, 7000, 0).checksum(0x55).frame()}, 1},
+      {"fin both ways and syn",
+       {c2s(0x11, at, 540).checksum(0x55).frame(), s2c(0x11, 540, at).checksum(0x55).frame(),
+        c2s(0x02, 7000, 0).checksum(0x55).frame()},
+       2},
+  };
+  for (const Forgery& f : forgeries) {
+    SCOPED_TRACE(f.name);
+    const auto st = replay(cat(cat(hs, {req1, resp1}), cat(f.packets, {tail, head, resp2})),
+                           "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{head, resp2}));
+    EXPECT_EQ(st["dropped_by_kind"]["host"], 2);
+    EXPECT_EQ(st["reassembly"]["bad_checksum"], f.checked);
+  }
+  // A forged SYN-ACK with a bad checksum neither anchors nor contradicts.
+  const Bytes bad_synack = s2c(0x12, 500, 101 + 5000).checksum(0x55).frame();
+  const Bytes first = c2s(0x18, 101, 501).payload(r2).frame();
+  const auto st = replay({hs[0], bad_synack, hs[1], hs[2], first}, "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{first}));
+  EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
 }
 
 // The server takes a segment's urgent byte out of its stream (docs/rules.md),
@@ -927,6 +978,61 @@ TEST_F(Flows, QuicInitialsAreDecryptedAndTheirSniJudged) {
   many.push_back(hello);
   replay(many, "host blocked.example\n");
   EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+}
+
+// What a QUIC server reads and a gateway must too (RFC 9000 §17.1, §A.3;
+// RFC 9001 §5.2): a client that switched to the server's connection ID after
+// the server's Initial keeps its first DCID's keys; a packet number is sent
+// truncated and decoded against the largest received. (Both Initials passed
+// unread: the second was opened with the keys of its own DCID, or taken for
+// packet 44.) Keys that neither the flow's first DCID nor the packet's own
+// open are a forgery's: the flow's client datagrams are dropped.
+TEST_F(Flows, QuicInitialsAfterADcidSwitchOrWithTruncatedNumbersAreRead) {
+  std::mt19937_64 rng(11);
+  auto udp = [](const Bytes& payload) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").udp(50000, 443).payload(payload).frame();
+  };
+  const Bytes original = {1, 2, 3, 4, 5, 6, 7, 8}, server_chosen = {9, 9, 8, 8, 7, 7};
+  const auto parts = quic::split_crypto(quic::client_hello("www.blocked.example", 1800, &rng), 2, rng);
+  const Bytes ping = quic::ping_frame();
+  Bytes both = parts[0];
+  both.insert(both.end(), parts[1].begin(), parts[1].end());
+  const std::string rules = "host blocked.example\n";
+  {  // the second half from the server's connection ID, with the first keys
+    const Bytes d1 = udp(quic::datagram({{.dcid = original, .pn = 0, .frames = parts[0]}}));
+    const Bytes d2 = udp(quic::datagram({{.dcid = server_chosen, .pn = 1, .frames = parts[1], .key_dcid = original}}));
+    const auto st = replay({d1, d2}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d2}));
+    EXPECT_EQ(st["quic"]["completed"], 1);
+    // ... also when the first Initial held no CRYPTO at all
+    const Bytes p1 = udp(quic::datagram({{.dcid = original, .pn = 0, .frames = ping}}));
+    const Bytes whole = udp(quic::datagram(
+        {{.dcid = server_chosen, .pn = 1, .frames = both, .key_dcid = original}}));
+    replay({p1, whole}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{whole}));
+  }
+  {  // packet 300 sent in one byte after packet 200
+    const Bytes d1 = udp(quic::datagram({{.dcid = original, .pn = 200, .pn_len = 1, .frames = parts[0]}}));
+    const Bytes d2 = udp(quic::datagram({{.dcid = original, .pn = 300, .pn_len = 1, .frames = parts[1]}}));
+    const auto st = replay({d1, d2}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d2}));
+    EXPECT_EQ(st["quic"]["initials"], 2);
+  }
+  {  // a client after a Retry: its next Initials use the Retry's DCID and keys
+    const Bytes before = udp(quic::datagram({{.dcid = original, .pn = 0, .frames = ping}}));
+    const Bytes retried = udp(quic::datagram({{.dcid = server_chosen, .pn = 1, .frames = parts[0]}}));
+    const Bytes rest = udp(quic::datagram({{.dcid = {7, 7, 7, 7}, .pn = 2, .frames = parts[1], .key_dcid = server_chosen}}));
+    replay({before, retried, rest}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{rest}));
+  }
+  {  // keys no DCID of the flow gives: dropped, with the flow's client datagrams
+    const Bytes d1 = udp(quic::datagram({{.dcid = original, .pn = 0, .frames = parts[0]}}));
+    const Bytes forged = udp(quic::datagram({{.dcid = server_chosen, .pn = 1, .frames = ping, .key_dcid = {5, 5, 5, 5}}}));
+    const Bytes d2 = udp(quic::datagram({{.dcid = server_chosen, .pn = 2, .frames = parts[1], .key_dcid = original}}));
+    const auto st = replay({d1, forged, d2}, "host other.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{forged, d2}));
+    EXPECT_EQ(st["quic"]["failed"], 1);
+  }
 }
 
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a

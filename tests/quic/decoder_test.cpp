@@ -64,6 +64,51 @@ TEST_F(QuicDecoder, PacketNumberLengthsOneToFour) {
   }
 }
 
+// RFC 9000 §A.3: a packet number sent truncated is the candidate closest to
+// the next one expected (the RFC's example, the window's edges, none yet).
+TEST(QuicPacketNumber, TruncatedNumbersDecodeAgainstTheLargestReceived) {
+  using cg::quic::decode_packet_number;
+  EXPECT_EQ(decode_packet_number(0xa82f30ea, 0x9b32, 16), 0xa82f9b32u);
+  EXPECT_EQ(decode_packet_number(-1, 0x2c, 8), 0x2cu);  // none received: as sent
+  EXPECT_EQ(decode_packet_number(200, 0x2c, 8), 300u);
+  EXPECT_EQ(decode_packet_number(200, 0xc9, 8), 201u);
+  EXPECT_EQ(decode_packet_number(300, 0xff, 8), 255u);  // just behind: the earlier window
+  EXPECT_EQ(decode_packet_number(127, 0x00, 8), 256u);  // hwin ahead of 128: the next window
+  EXPECT_EQ(decode_packet_number(126, 0x00, 8), 0u);
+  EXPECT_EQ(decode_packet_number(0xfffe, 0x0000, 16), 0x10000u);
+}
+
+// A client's Initial after packet 200, numbered 300 and sent in one byte
+// (0x2c): opened only when decoded against the largest one received, and
+// its number is the new largest. (It was taken for packet 44: the wrong
+// nonce, a failed tag, its ClientHello bytes unread.)
+TEST_F(QuicDecoder, ATruncatedPacketNumberIsDecodedAgainstTheLargestOpened) {
+  const Bytes data = some_crypto(60);
+  InitialPacket p = packet(kV1, {1, 2, 3, 4, 5, 6, 7, 8}, crypto_frame(0, data.data(), data.size()));
+  p.pn = 200;
+  p.pn_len = 1;
+  Decode first = decode(*dec, datagram({p}));
+  ASSERT_EQ(first.out->status, Status::kOk);
+  EXPECT_EQ(first.out->largest_pn, 200);
+  p.pn = 300;
+  const Bytes d = datagram({p});
+  EXPECT_EQ(decode(*dec, d).out->status, Status::kDecryptFailed);
+  Decode r = decode(*dec, d, SIZE_MAX, nullptr, first.out->largest_pn);
+  ASSERT_EQ(r.out->status, Status::kOk);
+  EXPECT_EQ(r.out->first_pn, 300u);
+  EXPECT_EQ(r.out->largest_pn, 300);
+  // An older packet keeps the largest; two coalesced ones decode in turn.
+  p.pn = 250;
+  EXPECT_EQ(decode(*dec, datagram({p}), SIZE_MAX, nullptr, 300).out->largest_pn, 300);
+  InitialPacket q = p;
+  q.pn = 0x17f;  // after 0x100 (sent as 0x00), a 1-byte 0x7f is 0x17f
+  p.pn = 0x100;
+  Decode two = decode(*dec, datagram({p, q}), SIZE_MAX, nullptr, 0xf0);
+  ASSERT_EQ(two.out->status, Status::kOk);
+  EXPECT_EQ(two.out->initials, 2);
+  EXPECT_EQ(two.out->largest_pn, 0x17f);
+}
+
 TEST_F(QuicDecoder, CoalescedInitialsAreAllOpened) {
   const Bytes a = some_crypto(200, 1), b = some_crypto(150, 9);
   InitialPacket p1 = packet(kV2, {9, 9, 9, 9, 9, 9, 9, 9}, crypto_frame(0, a.data(), a.size()));

@@ -50,14 +50,15 @@ struct Decode {
   Bytes input;
 };
 inline Decode decode(cg::quic::Decoder& dec, const Bytes& dgram, std::size_t scratch_size = SIZE_MAX,
-                     const Bytes* key_dcid = nullptr) {
+                     const Bytes* key_dcid = nullptr, int64_t largest_pn = -1) {
   Decode r;
   r.input = dgram;
   r.scratch.resize(scratch_size == SIZE_MAX ? dgram.size() : scratch_size);
   std::unique_ptr<uint8_t[]> copy(new uint8_t[dgram.size() + (dgram.empty() ? 1 : 0)]);
   std::copy(dgram.begin(), dgram.end(), copy.get());
   dec.decode(copy.get(), dgram.size(), r.scratch.data(), r.scratch.size(), *r.out,
-             key_dcid != nullptr ? key_dcid->data() : nullptr, key_dcid != nullptr ? key_dcid->size() : 0);
+             key_dcid != nullptr ? key_dcid->data() : nullptr, key_dcid != nullptr ? key_dcid->size() : 0,
+             largest_pn);
   // The chunks point into the scratch; the input was not written.
   EXPECT_TRUE(std::equal(dgram.begin(), dgram.end(), copy.get()));
   for (unsigned i = 0; i < r.out->n_chunks; ++i) {

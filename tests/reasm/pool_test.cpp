@@ -54,9 +54,9 @@ TEST(ReasmPool, CreateRejectsInvalidConfig) {
 
 TEST(ReasmPool, MemoryIsHeadersStackAndBudgetPerSlot) {
   auto p = make_pool(100, 16384 + 512, 4);
-  // 100 slot bytes of 16 896 (a multiple of 64) plus 88-byte headers and a
+  // 100 slot bytes of 16 896 (a multiple of 64) plus 120-byte headers and a
   // 4-byte free-stack entry each, rounded to cache lines.
-  EXPECT_EQ(p->memory_bytes(), std::size_t{100} * 16896 + 8832 + 448);
+  EXPECT_EQ(p->memory_bytes(), std::size_t{100} * 16896 + 12032 + 448);
   EXPECT_EQ(p->free_slots(), 100u);
 }
 

@@ -347,8 +347,28 @@ void FlowTable::resolve(const FlowPacket* pkts, const uint64_t* h, uint32_t n, u
   for (uint32_t j = 0; j < n; ++j) prefetch_entry(h[j]);
   for (uint32_t j = 0; j < n; ++j) {
     const FlowPacket& p = pkts[j];
+    if (p.no_state) [[unlikely]] {
+      probe_hashed(p.key, h[j], p.side, t, out[j]);
+      continue;
+    }
     track_hashed(p.key, h[j], p.side, p.tcp_flags, t, kPinned, out[j]);
   }
+}
+
+// FlowPacket::no_state: the live entry, pinned for the burst as the others
+// are (a later packet of the burst must not evict it under the caller).
+void FlowTable::probe_hashed(const FlowKey& key, uint64_t h, Side side, uint32_t t, FlowResult& r) noexcept {
+  Bucket& b = buckets_[h & mask_];
+  const int found = find_slot(b, key, h);
+  if (found < 0 || expired(b, static_cast<unsigned>(found), t)) {
+    r = {};
+    return;
+  }
+  const auto i = static_cast<unsigned>(found);
+  const uint8_t bits = b.bits[i];
+  b.bits[i] = static_cast<uint8_t>(bits | kPinned);
+  const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
+  r = {&entry(b, i), d, static_cast<FlowState>(b.state[i]), false, (bits & kReplied) != 0};
 }
 
 // Unpins the entries of a burst (kPinned is in the header only), and frees

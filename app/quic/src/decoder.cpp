@@ -125,6 +125,7 @@ struct Decoder::Packet {
   std::size_t dcid_off = 0, dcid_len = 0;
   std::size_t pn_off = 0;  // packet number (protected)
   std::size_t end = 0;     // one past the packet (pn_off + Length)
+  int64_t largest = -1;    // the largest packet number opened before it in its space
   uint64_t pn = 0;         // once opened
 };
 
@@ -235,11 +236,12 @@ Status Decoder::open(const uint8_t* p, Packet& pk, uint8_t* plain, std::size_t* 
   const uint8_t first = static_cast<uint8_t>(p[0] ^ (mask[0] & 0x0f));
   const std::size_t pn_len = (first & 0x03) + 1;
   uint8_t pn_bytes[4];
-  uint64_t pn = 0;
+  uint64_t truncated = 0;
   for (std::size_t i = 0; i < pn_len; ++i) {
     pn_bytes[i] = static_cast<uint8_t>(p[pk.pn_off + i] ^ mask[1 + i]);
-    pn = (pn << 8) | pn_bytes[i];
+    truncated = (truncated << 8) | pn_bytes[i];
   }
+  const uint64_t pn = decode_packet_number(pk.largest, truncated, static_cast<unsigned>(8 * pn_len));
   const std::size_t ct_off = pk.pn_off + pn_len;
   // Length >= 20 leaves at least 16 bytes after a packet number of <= 4.
   const std::size_t ct_len = pk.end - ct_off - kTagLen;
@@ -271,8 +273,20 @@ Status Decoder::open(const uint8_t* p, Packet& pk, uint8_t* plain, std::size_t* 
   return Status::kOk;
 }
 
+uint64_t decode_packet_number(int64_t largest_pn, uint64_t truncated, unsigned bits) noexcept {
+  const uint64_t expected = static_cast<uint64_t>(largest_pn + 1);  // largest_pn >= -1
+  const uint64_t win = uint64_t{1} << bits;
+  const uint64_t hwin = win / 2;
+  const uint64_t candidate = (expected & ~(win - 1)) | (truncated & (win - 1));
+  // (Written without negative intermediates: expected - hwin may be below 0.)
+  if (candidate + hwin <= expected && candidate < (uint64_t{1} << 62) - win) return candidate + win;
+  if (candidate > expected + hwin && candidate >= win) return candidate - win;
+  return candidate;
+}
+
 void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::size_t scratch_cap,
-                     Decoded& out, const uint8_t* key_dcid, std::size_t key_dcid_len) noexcept {
+                     Decoded& out, const uint8_t* key_dcid, std::size_t key_dcid_len,
+                     int64_t largest_pn) noexcept {
   out.status = Status::kNotLongHeader;
   out.stop = Status::kOk;
   out.version = 0;
@@ -280,6 +294,7 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
   out.initials = 0;
   out.ping = out.ack = out.connection_close = false;
   out.first_pn = 0;
+  out.largest_pn = largest_pn < -1 ? -1 : largest_pn;
   out.n_chunks = 0;
   out.scratch_used = 0;
   if (n > kMaxDatagram) {
@@ -313,6 +328,7 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
     if (st == Status::kOk && pk.end - pk.pn_off > scratch_cap - out.scratch_used) st = Status::kScratchTooSmall;
     uint8_t* plain = scratch + out.scratch_used;
     std::size_t plain_len = 0;
+    pk.largest = out.largest_pn;
     if (st == Status::kOk) st = open(q, pk, plain, &plain_len);
     // The frames go straight into out; a packet that fails is rolled back,
     // so only whole packets' CRYPTO frames are reported.
@@ -335,6 +351,8 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
       if (pk.dcid_len != 0) std::memcpy(out.dcid, q + pk.dcid_off, pk.dcid_len);
     }
     ++out.initials;
+    if (pk.pn < (uint64_t{1} << 62) && static_cast<int64_t>(pk.pn) > out.largest_pn)
+      out.largest_pn = static_cast<int64_t>(pk.pn);
     out.scratch_used += plain_len;
     pos += pk.end;
   }

@@ -55,10 +55,11 @@ struct Pool::Slot {
   uint16_t generation;  // 1 .. kMaxGeneration, the handle's top 12 bits
   uint64_t stamp;       // caller's clock at the last begin/append
   Range pending[kMaxPending];
+  uint8_t tag[kSlotTagBytes];  // the caller's (Pool::tag)
 };
 Pool::Ptr Pool::create(const PoolConfig& cfg, const PoolAllocator& alloc,
                        const char** error) noexcept {
-  static_assert(sizeof(Slot) == 24 + 8 * kMaxPending, "slot header: 88 bytes");
+  static_assert(sizeof(Slot) == 24 + 8 * kMaxPending + kSlotTagBytes, "slot header: 120 bytes");
   static_assert(sizeof(PoolStats) == kCounters * sizeof(uint64_t));
   auto fail = [error](const char* msg) {
     if (error != nullptr) *error = msg;
@@ -299,6 +300,11 @@ Append Pool::append(uint32_t handle, uint32_t seq, const uint8_t* p, uint32_t le
   if (over) return Append::kOverflow;
   if (conflict) return Append::kConflict;
   return joins_prefix ? Append::kAdvanced : Append::kHeld;
+}
+
+uint8_t* Pool::tag(uint32_t handle) noexcept {
+  Slot* s = slot(handle);
+  return s != nullptr ? s->tag : nullptr;
 }
 
 std::span<const uint8_t> Pool::data(uint32_t handle) const noexcept {

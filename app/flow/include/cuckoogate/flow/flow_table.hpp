@@ -184,6 +184,10 @@ struct FlowPacket {
   FlowKey key;        // make_flow_key()
   Side side;          // its return value
   uint8_t tcp_flags;  // the TCP flags byte; ignored for other protocols
+  // A packet its receiver drops (the caller found its checksum bad): only
+  // looked up in track_burst(). Its live entry is returned (pinned, never
+  // `created`) and nothing is created or changed: no state, no stamp.
+  bool no_state = false;
 };
 
 // What track() did with a packet.
@@ -421,6 +425,7 @@ class alignas(64) FlowTable {
             uint32_t t, uint8_t pin, FlowResult& r) noexcept;
   void track_hashed(const FlowKey& key, uint64_t h, Side side, uint8_t tcp_flags, uint32_t t,
                     uint8_t pin, FlowResult& r) noexcept;
+  void probe_hashed(const FlowKey& key, uint64_t h, Side side, uint32_t t, FlowResult& r) noexcept;
   // The slot of `key` (hash h) through the bucket header's signatures, -1 if none.
   template <class K>
   [[gnu::always_inline]] inline int find_slot(const Bucket& b, const K& key, uint64_t h) const noexcept;

@@ -104,6 +104,9 @@ struct Decoded {
   bool ack = false;              // an ACK frame was seen
   bool connection_close = false; // a CONNECTION_CLOSE (0x1c) ended a packet
   uint64_t first_pn = 0;         // packet number of the first Initial opened
+  // The largest packet number opened, or the caller's largest_pn if that is
+  // larger (-1: none): what the caller passes to the flow's next decode().
+  int64_t largest_pn = -1;
   unsigned n_chunks = 0;
   std::size_t scratch_used = 0;  // plaintext bytes written to the scratch
   CryptoChunk chunk[kMaxCryptoChunks];
@@ -134,11 +137,15 @@ class Decoder {
   //
   // Header protection is removed on copies (the input is never written);
   // plaintexts go to `scratch` one after the other, so a scratch of `len`
-  // bytes is always enough. The full packet number is taken to be the
-  // truncated one (exact for a client's first Initials, which number from 0:
-  // RFC 9000 §A.3 with no packet received).
+  // bytes is always enough. A packet number is sent truncated to 1-4 bytes
+  // and decoded against `largest_pn`, the largest one opened so far in the
+  // flow's Initial space (-1: none; RFC 9000 §17.1, §A.3): a server reads
+  // packet 300 sent as the byte 0x2c after packet 200, and so must this, or
+  // the nonce is wrong and the packet's ClientHello bytes unread. Coalesced
+  // Initials are decoded in turn against the largest so far.
   void decode(const uint8_t* datagram, std::size_t len, uint8_t* scratch, std::size_t scratch_cap,
-              Decoded& out, const uint8_t* key_dcid = nullptr, std::size_t key_dcid_len = 0) noexcept;
+              Decoded& out, const uint8_t* key_dcid = nullptr, std::size_t key_dcid_len = 0,
+              int64_t largest_pn = -1) noexcept;
 
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
@@ -167,6 +174,11 @@ class Decoder {
 // (kNotLongHeader, kUnsupportedVersion, kNotInitial, kTruncated, kMalformed).
 // Pure; reads only [p, p + n).
 Status peek_initial(const uint8_t* p, std::size_t n, uint32_t* version) noexcept;
+
+// RFC 9000 §A.3: the full packet number of `truncated`, sent in `bits` bits
+// (8, 16, 24 or 32), given the largest one received in its space (-1: none):
+// the candidate closest to largest_pn + 1. Pure.
+uint64_t decode_packet_number(int64_t largest_pn, uint64_t truncated, unsigned bits) noexcept;
 
 // Walks the frames of one decrypted Initial payload (RFC 9000 §12.4: PADDING,
 // PING, ACK with or without ECN counts, CRYPTO, CONNECTION_CLOSE 0x1c, which

@@ -43,6 +43,8 @@ namespace cg::reasm {
 
 // Out-of-order ranges one slot can hold besides its contiguous prefix.
 inline constexpr uint32_t kMaxPending = 8;
+// Bytes of a slot its caller may keep state in (Pool::tag).
+inline constexpr uint32_t kSlotTagBytes = 32;
 
 struct PoolConfig {
   // Slots, i.e. flows reassembling at once per worker. 1 .. 2^20.
@@ -147,6 +149,10 @@ class Pool {
   // The contiguous bytes from the slot's first sequence number; empty for a
   // bad handle. Valid until the next append/consume/release of this slot.
   std::span<const uint8_t> data(uint32_t handle) const noexcept;
+  // kSlotTagBytes of the slot that are the caller's, zeroed by begin() (the
+  // QUIC inspector keeps a flow's key connection ID and packet numbers
+  // there). nullptr for a bad handle.
+  uint8_t* tag(uint32_t handle) noexcept;
   // Sequence number of data()[0], and of the byte after data() (the next
   // byte the stream needs). 0 for a bad handle.
   // Out-of-order ranges held beyond data() (0 for a bad handle): with none,
