@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 #include "gateway/log.hpp"
 
 namespace cg {
@@ -305,6 +307,23 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
   // (and every change) stays in request order.
   commit();
   if (!p.req) {
+    // A refused `batch` or `load` line still opens its stream: the lines up
+    // to '.' are read and refused with it, one answer at the '.', as for
+    // ERR 501 below. Answered at once, they would run as commands: the
+    // batch's adds and dels applied one by one, half of an all-or-nothing
+    // change (found by an outside check).
+    std::string_view word = trim(line);
+    word = word.substr(0, std::min(word.find_first_of(" \t"), word.size()));
+    if (word == "batch" || word == "load") {
+      s.mode = word == "load" ? Session::Mode::kLoad : Session::Mode::kBatch;
+      s.stream_line = 0;
+      s.stream_error = p.error;
+      s.stream_code = p.code;
+      s.load_set.clear();
+      s.load_replace = false;
+      release(s);
+      return;
+    }
     err(out, p.code, p.error);
     return;
   }

@@ -195,6 +195,26 @@ TEST_F(Control, QueuedChangesAreVisibleToTheNextRequest) {
     EXPECT_EQ(c.line(), want);
 }
 
+// A refused `batch` or `load` line still opens its stream: the lines up to
+// '.' are refused with it, in one answer, never run as commands. (They were:
+// `batch now` answered ERR, then each add and del applied on its own, half
+// of an all-or-nothing batch, and one answer per line.)
+TEST_F(Control, ARefusedStreamHeaderRefusesItsLinesWithIt) {
+  run();
+  Client c(sock_);
+  c.send("batch now\nadd src 192.0.2.7\ndel src 192.0.2.1\nadd src 192.0.2.300\n.\n"
+         "load set=Feed replace\nsrc 192.0.2.8\n.\n"
+         "load set=feed replace now\nsrc 192.0.2.9\n.\n"
+         "check src 192.0.2.7\ncheck src 192.0.2.8\ncheck src 192.0.2.9\n");
+  EXPECT_EQ(c.line(), "ERR 400 batch rejected, nothing applied: batch takes no argument");
+  const std::string bad_set = c.line();
+  EXPECT_EQ(bad_set.rfind("ERR 400 load rejected, nothing applied: bad set name 'Feed'", 0), 0u) << bad_set;
+  const std::string bad_word = c.line();
+  EXPECT_EQ(bad_word.rfind("ERR 400 load rejected, nothing applied: load takes set=NAME and replace", 0), 0u)
+      << bad_word;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.line(), "OK absent");
+}
+
 // Item 4: a load that never ends cannot grow without bound.
 TEST_F(Control, ALoadPastThePerClientLimitIsRefusedAndClosed) {
   h_->set_limits({64u << 10, 1u << 20});
