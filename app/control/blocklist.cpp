@@ -1013,7 +1013,8 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
   // decoded Rule made a 1.1 M-prefix refresh take 13-17 s.)
   const SortedKeys sorted(batch);
   const store::KeyOrder& order = sorted.order();
-  std::vector<std::string_view> adds;  // views into batch
+  std::vector<std::string_view> adds;    // views into batch
+  std::vector<std::string_view> renews;  // kept rules with a ttl: the stream's have none (as load)
   std::string dels;                    // the deleted keys, end to end (cursor views die with it)
   std::vector<std::size_t> del_end;
   {
@@ -1033,7 +1034,9 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
       prev = k;
       while (more && c.key() < k) drop_if_ours();
       if (more && c.key() == k) {
-        ++(id && c.value().set_id == *id ? res.kept : res.elsewhere);
+        const bool ours = id && c.value().set_id == *id;
+        ++(ours ? res.kept : res.elsewhere);
+        if (ours && c.value().expiry_unix_ms != 0) renews.push_back(k);
         more = c.next();
       } else {
         adds.push_back(k);
@@ -1048,15 +1051,28 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
   // The store's changes in key order (one ordered pass), one transaction;
   // made before any rule enters the lookup tables, so that an allocation
   // failure here leaves nothing to undo.
+  // A kept rule that had a ttl is added again without one, which makes it
+  // permanent (Errc::updated): the set is then exactly the stream's, as a
+  // plain load would leave those rules.
   std::vector<store::RuleStore::Change> sc;
-  sc.reserve(adds.size() + del_end.size());
+  sc.reserve(adds.size() + del_end.size() + renews.size());
+  std::vector<bool> fresh;  // sc[q] adds a rule new to the lookup structures (one of `adds`)
+  fresh.reserve(sc.capacity());
   using SOp = store::RuleStore::Change::Op;
-  for (std::size_t a = 0, d = 0; a < adds.size() || d < del_end.size();) {
-    if (d == del_end.size() || (a < adds.size() && adds[a] < del_key(d))) {
-      sc.push_back({SOp::add, adds[a++], {}, 0, name});  // no text: the key is the rule
-    } else {
+  for (std::size_t a = 0, d = 0, r = 0; a < adds.size() || d < del_end.size() || r < renews.size();) {
+    // The smallest of the three heads (keys are distinct across the three).
+    const std::string_view* best = nullptr;
+    int which = -1;
+    if (a < adds.size()) best = &adds[a], which = 0;
+    const std::string_view dk = d < del_end.size() ? del_key(d) : std::string_view{};
+    if (d < del_end.size() && (best == nullptr || dk < *best)) best = &dk, which = 1;
+    if (r < renews.size() && (best == nullptr || renews[r] < *best)) best = &renews[r], which = 2;
+    if (which == 1) {
       sc.push_back({SOp::del, del_key(d++), {}, 0, {}});
+    } else {
+      sc.push_back({SOp::add, which == 0 ? adds[a++] : renews[r++], {}, 0, name});  // no text: the key is the rule
     }
+    fresh.push_back(which == 0);
   }
   std::vector<store::Errc> out;
   out.reserve(sc.size());
@@ -1095,7 +1111,7 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
         remove_stored(sc[q].key);
         ++res.deleted;
       }
-    } else {
+    } else if (fresh[q]) {
       if (out[q] == store::Errc::ok) {
         ++res.added;
       } else {

@@ -147,8 +147,9 @@ class Blocklist {
   // one its first add named; an add into another set leaves it where it is.
   // replace_set makes the set's rules exactly `rules`, all or nothing, as one
   // journal transaction: listed rules not present are added to it, its rules
-  // not listed are deleted, its listed rules are untouched (hit counters and
-  // expiry kept), listed rules of other sets stay theirs (`elsewhere`). New
+  // not listed are deleted, its listed rules are kept (hit counters kept; a
+  // ttl dropped, as a load drops it: the stream's rules have none), listed
+  // rules of other sets stay theirs (`elsewhere`). New
   // rules reach the lookup structures before the sync, removed ones leave
   // after it: workers never see the set without a rule that both have.
   struct ReplaceResult {

@@ -129,7 +129,8 @@ void CommandHandler::finish_load(Session& s, std::string& out) {
   if (s.load_replace) {
     const Blocklist::ReplaceResult r = b_.replace_set(s.load_set, s.load_keys);
     if (r.result == Blocklist::Result::kFull) {
-      err(out, 507, "replace rejected, nothing changed: blocklist full (" + b_.last_error() + ")");
+      err(out, 507, "replace rejected, nothing changed: blocklist full (" + b_.last_error() +
+                        "; a replace adds its new rules before it deletes the old ones, so both must fit at once)");
     } else if (r.result != Blocklist::Result::kOk) {
       err(out, 500, "replace rejected, nothing changed: the journal could not be written: " + b_.last_error());
     } else {

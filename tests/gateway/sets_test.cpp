@@ -97,6 +97,33 @@ TEST_F(Sets, ReplaceDeletesTheUnlistedAddsTheNewAndKeepsTheRestWithTheirHits) {
   EXPECT_TRUE(bl_->contains(R("src 192.0.2.1")));
 }
 
+// A replace makes the set exactly the stream's rules, and a stream's rules
+// carry no ttl: a kept rule that had one becomes permanent, as a plain load
+// makes it (it used to keep its expiry, and went although the feed listed
+// it). Its hit count stays; a listed rule of another set keeps its ttl.
+TEST_F(Sets, AReplaceMakesAKeptRuleWithATtlPermanent) {
+  const std::vector<Blocklist::Change> adds = {
+      {Blocklist::Change::Op::kAdd, R("src 198.51.100.7"), 600'000, "feed"},
+      {Blocklist::Change::Op::kAdd, R("host b.feed"), 0, "feed"},
+      {Blocklist::Change::Op::kAdd, R("host other.test"), 600'000, "other"}};
+  for (const Blocklist::Outcome o : bl_->apply(adds, /*atomic=*/true)) ASSERT_EQ(o, Blocklist::Outcome::kAdded);
+  for (std::size_t slot = 0; slot < bl_->slots_used(); ++slot) hits_[slot] += 3;
+  const Blocklist::ReplaceResult r =
+      bl_->replace_set("feed", rules({"src 198.51.100.7", "host b.feed", "host other.test", "host c.feed"}));
+  ASSERT_EQ(r.result, Blocklist::Result::kOk);
+  EXPECT_EQ(r.kept, 2u);
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_EQ(r.elsewhere, 1u);
+  std::map<std::string, int64_t> ttl;
+  bl_->for_each_in_set(std::nullopt, "", std::nullopt,
+                       [&](std::string_view t, int64_t left, std::string_view) { ttl[std::string(t)] = left; });
+  EXPECT_EQ(ttl.at("src 198.51.100.7"), 0);  // permanent now
+  EXPECT_EQ(ttl.at("host b.feed"), 0);
+  EXPECT_GT(ttl.at("host other.test"), 0);   // another set's: untouched
+  EXPECT_EQ(bl_->hits(R("src 198.51.100.7")), 3u);
+  EXPECT_TRUE(bl_->contains(R("host c.feed")));
+}
+
 TEST_F(Sets, ARuleBelongsToTheSetThatAddedItFirst) {
   ASSERT_EQ(bl_->add_batch(rules({"host shared.test"}), "one").added, 1u);
   EXPECT_EQ(bl_->add_batch(rules({"host shared.test"}), "two").existed, 1u);
