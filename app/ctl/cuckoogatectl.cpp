@@ -367,7 +367,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   c.send(head + "\n");
   std::string chunk, line;
   std::vector<cg::Rule> line_rules;
-  std::size_t read = 0, lines = 0, rules = 0, bad = 0;
+  std::size_t read = 0, lines = 0, rules = 0, bad = 0, written = 0;  // written: lines not blank
   const bool piped = in == &std::cin;
   for (;;) {
     // Before waiting for a pipe that has nothing more yet, the rules ready
@@ -385,6 +385,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
     ++lines;
     read += line.size() + 1;
     if (lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
+    written += line.find_first_not_of(" \t\r\v\f") != std::string::npos;
     if (!convert) {
       // Only what the gateway reads of a line is sent: what comes before a
       // '#', without trailing blanks. A long comment or trailing blanks
@@ -432,6 +433,12 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   // replace would empty the set. Exiting before the final '.' applies nothing.
   if (a.replace && bad > 0 && rules == 0)
     die(shown_name + ": every line was bad, no rule to replace set " + a.set + " with (nothing changed)");
+  // No rule, but not empty either: only comments, or only entries a feed
+  // format skips (a hosts file cut after its header and localhost lines).
+  // A truncated download must not empty the set; an empty input does.
+  if (a.replace && rules == 0 && written > 0)
+    die(shown_name + ": no rule in it (only comments or skipped entries), nothing to replace set " + a.set +
+        " with (nothing changed; an empty input empties the set)");
   chunk += '.';  // ends the stream; request() adds the newline
   c.send(chunk + "\n");
   progress.wait_for(c, rules);

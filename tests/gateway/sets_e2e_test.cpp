@@ -81,6 +81,21 @@ TEST(SetsE2e, LoadIntoASetReplaceItListItAndKeepItAcrossARestart) {
     EXPECT_NE(r.err.find("every line was bad"), std::string::npos) << r.err;
     EXPECT_EQ(g.ctl({"list", "--set", "ads"}).out,
               "host b.ads.test set=ads\nhost c.ads.test set=ads\nhost d.ads.test set=ads\n");
+    // An input with no rule that is not empty (a hosts file cut after its
+    // header and localhost lines) is refused too; an empty one empties the
+    // set. (It emptied the set.)
+    const std::string header = write("ads-cut.hosts", "# StevenBlack hosts\n127.0.0.1 localhost\n::1 localhost\n");
+    r = g.ctl({"load", "--format", "hosts", "--set", "ads", "--replace", header});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("no rule in it"), std::string::npos) << r.err;
+    const std::string comments = write("ads-comments.rules", "# nothing yet\n\n");
+    EXPECT_EQ(g.ctl({"load", "--set", "ads", "--replace", comments}).status, 2);
+    EXPECT_EQ(g.ctl({"list", "--set", "ads"}).out,
+              "host b.ads.test set=ads\nhost c.ads.test set=ads\nhost d.ads.test set=ads\n");
+    ASSERT_EQ(g.ctl({"add", "--set", "scratch", "host s.test"}).status, 0);
+    r = g.ctl({"load", "--set", "scratch", "--replace", write("empty.rules", "")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "replaced set scratch: loaded 0 added 0 deleted 1 kept 0 elsewhere 0\n");
     // --replace means a set; bad set names are the gateway's 400.
     EXPECT_EQ(g.ctl({"load", "--replace", v2}).status, 2);
     r = g.ctl({"load", "--set", "Ads", v2});
