@@ -148,11 +148,13 @@ void parse_address_rule(const Token& tok, Rule& r) {
   const Token a{tok.text.substr(0, slash), tok.col};
   if (a.text.empty()) throw Fail{tok.col, "IPv4 or IPv6 address before '/'"};
   r.addr = parse_endpoint(a, false, "IPv4 or IPv6 network").addr;
-  const std::string_view lt = tok.text.substr(slash + 1);
+  std::string_view lt = tok.text.substr(slash + 1);
   const std::size_t lcol = tok.col + slash + 1;
   const unsigned bits = address_bits(r.addr.family);
   const std::string expect_len = "prefix length 0-" + std::to_string(bits) + " after '/'";
-  if (lt.empty() || lt.size() > 3) throw Fail{lcol, expect_len};
+  if (lt.empty()) throw Fail{lcol, expect_len};
+  while (lt.size() > 1 && lt.front() == '0') lt.remove_prefix(1);  // leading zeros, any number of them
+  if (lt.size() > 3) throw Fail{lcol, expect_len};
   unsigned len = 0;
   for (char c : lt) {
     if (c < '0' || c > '9') throw Fail{lcol, expect_len};
