@@ -22,6 +22,14 @@ std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
   return {s.substr(0, sp), trim(s.substr(sp))};
 }
 
+// A rule kind as `add` reads it: case-insensitively (`add SRC ...` works,
+// so `list SRC` must too).
+std::optional<RuleKind> kind_named(std::string_view word) {
+  std::string w(word.substr(0, 16));
+  for (char& c : w) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return word.size() <= 16 ? kind_from_name(w) : std::nullopt;
+}
+
 RequestParse fail(std::string msg, int code = 400) {
   RequestParse p;
   p.code = code;
@@ -153,7 +161,7 @@ RequestParse parse_request(std::string_view line) {
       std::tie(kind_word, prefix) = split_word(prefix);
     }
     if (!kind_word.empty()) {
-      r.kind = kind_from_name(kind_word);
+      r.kind = kind_named(kind_word);
       if (!r.kind)
         return fail("unknown rule kind '" + std::string(kind_word) + "' (" + std::string(kKinds) + ")");
     }
@@ -170,7 +178,7 @@ RequestParse parse_request(std::string_view line) {
     r.verb = Verb::kFlush;
     if (arg == "all") {
       r.all = true;
-    } else if (auto k = kind_from_name(arg); k && !arg.empty()) {
+    } else if (auto k = kind_named(arg); k && !arg.empty()) {
       r.kind = k;
     } else {
       return fail(arg.empty() ? "flush needs a scope: 'flush all' removes every rule, 'flush KIND' "

@@ -497,7 +497,7 @@ int main(int argc, char** argv) {
   auto* del = app.add_subcommand("del", "Delete rules (same forms as add)");
   del->add_option("rule", del_args, "Rule(s)")->required();
   auto* check = app.add_subcommand("check", "Is the rule in the blocklist? Exit 0 yes, 1 no");
-  check->add_option("rule", check_args, "Rule")->required();
+  check->add_option("rule", check_args, "One rule, quoted or as words (check host example.org)")->required();
   auto* load = app.add_subcommand("load", "Bulk-load a rule file or feed (or - for stdin) as one batch: all or nothing");
   load->add_option("file", load_args.file, "Rule file or feed, or - for stdin")->required();
   load->add_option("--format", load_format, "rules (default), hosts (hosts file), domains (one name a line), "
@@ -527,6 +527,23 @@ int main(int argc, char** argv) {
       ->required();
   auto* ping = app.add_subcommand("ping", "Check that the gateway answers");
 
+  // The first word that is not an option (or --socket's value) names the
+  // command; CLI11 alone says "A subcommand is required" for a misspelt one.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view w = argv[i];
+    if (w == "-s" || w == "--socket") {
+      ++i;
+      continue;
+    }
+    if (w.starts_with("-")) continue;
+    bool known = false;
+    for (const CLI::App* sc : app.get_subcommands([](CLI::App*) { return true; })) known |= sc->get_name() == w;
+    if (!known) {
+      std::fprintf(stderr, "cuckoogatectl: unknown command '%.64s' (try --help)\n", argv[i]);
+      return 2;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

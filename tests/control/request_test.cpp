@@ -64,6 +64,18 @@ TEST(Request, FlushNeedsAnExplicitScope) {
   EXPECT_EQ(p.req->kind, RuleKind::kHost);
 }
 
+// A kind is read as `add` reads it, case-insensitively: `add SRC 1.2.3.4`
+// works, and `list SRC`, `hits SRC` and `flush SRC` were "unknown rule kind".
+TEST(Request, KindsAreCaseInsensitiveAsInRules) {
+  for (const char* line : {"list SRC", "hits Src 10.", "flush SRC", "list set=a HOST"}) {
+    const RequestParse p = P(line);
+    ASSERT_TRUE(p.req) << line << ": " << p.error;
+    EXPECT_TRUE(p.req->kind == RuleKind::kSrc || p.req->kind == RuleKind::kHost) << line;
+  }
+  EXPECT_FALSE(P("list SRCX").req);
+  EXPECT_FALSE(P("flush srcsrcsrcsrcsrcsrcsrc").req);
+}
+
 TEST(Request, AddTakesARuleAndAnOptionalTtl) {
   RequestParse p = P("add host Example.ORG. ttl=600");
   ASSERT_TRUE(p.req) << p.error;

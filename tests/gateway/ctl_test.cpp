@@ -385,6 +385,15 @@ TEST_F(Ctl, CommandsCheckTheirArgumentsAndFlushNeedsAScope) {
   EXPECT_EQ(ctl({"del", "src 192.0.2.200"}).status, 0);
   r = ctl({"ping"});
   EXPECT_EQ(r.out, "pong\n");  // no protocol prefix, like every other command
+  // A misspelt command is named (CLI11 said "A subcommand is required"), and
+  // a kind is read as add reads it (list SRC was "unknown rule kind").
+  r = ctl({"bogus"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
+  ASSERT_EQ(ctl({"add", "SRC 192.0.2.9"}).status, 0);
+  r = ctl({"list", "SRC"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "src 192.0.2.9\n");
 }
 
 // Item 3, client side: only regular files (or -) are loaded.
