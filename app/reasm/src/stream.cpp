@@ -172,7 +172,17 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
     s.bits = static_cast<uint8_t>((s.bits & ~(3u << kTriesShift)) | kNextKnown);
   };
   while (pos < n) {
-    if (*given >= kMaxMessages) return overflow(s);
+    if (*given >= kMaxMessages) {
+      // More messages in one step than any client pipelines: judging each
+      // costs a classification, so the work stays bounded, and what follows
+      // cannot pass unread (inspect_overflow = "pass" let a blocked request
+      // behind 64 others through): the flow's client data is dropped, as a
+      // conflict drops it.
+      ++c_.conflicts;
+      close(s);
+      set_phase(s, kPhaseDropped);
+      return Step::kConflict;
+    }
     const uint8_t* q = p + pos;
     const std::size_t left = n - pos;
     uint8_t ph = phase(s);

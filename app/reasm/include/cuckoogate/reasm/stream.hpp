@@ -50,13 +50,14 @@ enum class Step : uint8_t {
   kSkip,      // nothing of the client's messages starts or ends here (server
               // data, a body, bytes held for later): judge no application layer
   kMessages,  // the sink was given one or more whole messages
-  kOverflow,  // a budget ran out (slot, pool, window, kMaxMessages) or a
+  kOverflow,  // a budget ran out (slot, pool, window) or a
               // segment rewrote held bytes: inspection stopped; the caller
               // applies inspect_overflow (stream_drop_all() for "drop").
               // The sink may have been given messages before it happened.
   kConflict,  // the segment rewrote held bytes with other ones: what the
               // receiver reads is unknowable, so drop it; every later segment
-              // of the flow is kDropped (legitimate stacks resend the same bytes)
+              // of the flow is kDropped (legitimate stacks resend the same bytes).
+              // Also: more than kMaxMessages messages in one step.
   kDone,      // inspection of this flow is over (all its segments: kDone)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
 };
@@ -73,7 +74,8 @@ void stream_drop_all(StreamRef s) noexcept;
 App stream_app(const StreamRef& s) noexcept;
 bool stream_client_known(const StreamRef& s) noexcept;
 
-// Messages one segment may complete (pipelining); more is kOverflow.
+// Messages one segment may complete (pipelining); more is kConflict: no
+// client pipelines that many, and each costs its caller a classification.
 inline constexpr unsigned kMaxMessages = 64;
 
 struct StreamCounters {
