@@ -76,6 +76,7 @@ struct WorkerScratch {
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
   bool inspect_drop[kBurst];      // dropped by inspect_overflow = "drop"
+  bool control_bad[kBurst];       // a FIN, RST or SYN-ACK whose bad checksum ignore_bad_control() found
   PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
@@ -174,6 +175,7 @@ inline constexpr uint32_t kL2Overhead = 14 + 2 * 4;
 bool Worker::prepare(const WorkerConfig& cfg, int socket) {
   cfg_ = cfg;
   checksums_trusted_ = cfg.checksums == ChecksumMode::kVerify;
+  server_checksums_trusted_ = checksums_trusted_;
   max_frame_.clear();
   for (const QueueLink& l : cfg.links) {
     uint16_t mtu = 1500;
@@ -410,11 +412,15 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
     const bool fwd = r.dir == flow::Dir::kForward;
     flow::FlowEntry& e = *r.entry;
     if (r.created) {
-      reasm::stream_open(stream_of(*flows_, e), m.tcp_flags, m.tcp_seq, m.tcp_ack, fwd);
-      if ((m.tcp_flags & flow::kTcpSyn) != 0) e.flags |= kHandshake;
+      // (A SYN-ACK to a service port from one that is not: a client's
+      // forgery, opened as a flow picked up mid-stream.)
+      const bool trusted = (m.tcp_flags & kSynAck) != kSynAck || reasm::syn_ack_tells_client(m.sport, m.dport);
+      reasm::stream_open(stream_of(*flows_, e), trusted ? m.tcp_flags : flow::kTcpAck, m.tcp_seq, m.tcp_ack, fwd);
+      if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) e.flags |= kHandshake;
     } else if ((m.tcp_flags & kSynAck) == kSynAck) {
       using Answer = reasm::StreamInspector::Answer;
-      const Answer a = stream_->syn_ack(stream_of(*flows_, e), m.tcp_seq, m.tcp_ack, fwd, (e.flags & kHandshake) != 0);
+      const Answer a = stream_->syn_ack(stream_of(*flows_, e), m.tcp_seq, m.tcp_ack, fwd, (e.flags & kHandshake) != 0,
+                                        m.sport, m.dport);
       if (a == Answer::kOpened) e.flags |= kHandshake;
       if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
     }
@@ -584,15 +590,23 @@ Checksum receiver_checksum(const rte_mbuf* mb, const uint8_t* frame, const Packe
 // touched. A bare SYN is not checked: one that finds no entry makes none
 // anyway, and one on a live entry moves nothing; only a closing one, which
 // this check keeps a forged close from making, would reopen.
+// With checksums = "auto", besides a client's valid checksum (the caller
+// asks that), a server's must have been seen: a SYN-ACK's, checked until
+// one is valid. A capture taken on a server whose NIC computes checksums has
+// wrong ones on everything the server sent, and its flows must still open
+// and close (a FIN or RST's sender is not known before the lookup).
 void Worker::ignore_bad_control(uint16_t i, const rte_mbuf* mb) {
   WorkerScratch& s = *s_;
   const PacketMeta& m = s.meta[i];
   constexpr uint8_t kSynAck = flow::kTcpSyn | flow::kTcpAck;
-  if (m.proto != kProtoTcp ||
-      ((m.tcp_flags & (flow::kTcpFin | flow::kTcpRst)) == 0 && (m.tcp_flags & kSynAck) != kSynAck))
-    return;
-  if (receiver_checksum(mb, rte_pktmbuf_mtod(mb, const uint8_t*), m) != Checksum::kBad) return;
+  const bool syn_ack = (m.tcp_flags & kSynAck) == kSynAck;
+  if (m.proto != kProtoTcp || ((m.tcp_flags & (flow::kTcpFin | flow::kTcpRst)) == 0 && !syn_ack)) return;
+  if (!server_checksums_trusted_ && !syn_ack) return;
+  const Checksum c = receiver_checksum(mb, rte_pktmbuf_mtod(mb, const uint8_t*), m);
+  if (syn_ack && c == Checksum::kGood) server_checksums_trusted_ = true;
+  if (c != Checksum::kBad || !server_checksums_trusted_) return;
   s.fp[s.flow[i]].no_state = true;
+  s.control_bad[i] = true;
   bump(cfg_.stats->reasm_bad_checksum);
 }
 
@@ -824,6 +838,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       s.fp[j].tcp_flags = s.lane[j].tcp_flags;
       s.fp[j].no_state = false;
     }
+    s.control_bad[i] = false;
     if (check_controls && s.flow[i] >= 0) ignore_bad_control(i, pkts[i]);
   }
   if (flows_ != nullptr) track_flows(first, n, nf, now);
@@ -850,6 +865,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes
+    } else if (s.control_bad[i]) {
+      classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: checked and counted already
     } else if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {

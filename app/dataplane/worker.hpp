@@ -180,6 +180,7 @@ class Worker {
   rte_mempool* reply_pool_ = nullptr;   // mbufs for reject replies
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
   bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
+  bool server_checksums_trusted_ = false;  // the same for servers' packets (ignore_bad_control)
 };
 
 }  // namespace cg

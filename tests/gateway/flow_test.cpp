@@ -557,7 +557,8 @@ TEST_F(Flows, ForgedHandshakePacketsDoNotHideTheClientHello) {
     int conflicts;
   };
   const std::vector<Case> cases = {
-      {"swapped sides, forgery first", {syn, swapped, synack, ack, hello}, {hello}, 1},
+      // (the forgery, to the service port, opens the flow mid-stream; the real one then opens it)
+      {"swapped sides, forgery first", {syn, swapped, synack, ack, hello}, {hello}, 0},
       {"swapped sides, forgery after the answer", {syn, synack, swapped, ack, hello}, {hello}, 1},
       {"start moved", {syn, moved, synack, ack, hello}, {hello}, 1},
       {"mid-stream ahead of the handshake", cat(ahead, {syn, synack, ack, hello}), {hello}, 0},
@@ -577,6 +578,42 @@ TEST_F(Flows, ForgedHandshakePacketsDoNotHideTheClientHello) {
   st = replay({syn, synack, synack, ack, hello}, rules, {"--pps", "50"});
   EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
   EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
+}
+
+// The same with packets whose checksums are valid (found by a review): a
+// RST out of the window and a SYN, which the server ignores (RFC 5961:
+// challenge ACKs), free the flow's entry; then a SYN-ACK the client sends
+// itself created a handshake's flow with the sides swapped, or opened the
+// mid-stream flow the server's challenge ACK had created. A SYN-ACK to the
+// service port from a port that is not one tells no client: the flow is
+// picked up mid-stream, its client told by the ports, and the ClientHello is
+// judged. And a flow whose client data was dropped (urgent data) is not
+// opened again by a SYN-ACK.
+TEST_F(Flows, ASynAckFromTheClientsSideTellsNoClient) {
+  const Conn k;
+  auto c2s = [&](uint8_t f, uint32_t sq, uint32_t a) { return k.c2s(f, sq, a).checksum(); };
+  auto s2c = [&](uint8_t f, uint32_t sq, uint32_t a) { return k.s2c(f, sq, a).checksum(); };
+  const std::vector<Bytes> hs = {c2s(0x02, 100, 0).frame(), s2c(0x12, 500, 101).frame(), c2s(0x10, 101, 501).frame()};
+  const Bytes rst = c2s(0x04, 101 + 1000000, 0).frame();
+  const Bytes syn = c2s(0x02, 7000, 0).frame();
+  const Bytes challenge = s2c(0x10, 501, 101).frame();
+  const Bytes forged = c2s(0x12, 9000, 501).frame();
+  const Bytes hello = c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const std::vector<std::pair<const char*, std::vector<Bytes>>> cases = {
+      {"rst, syn, challenge ack", cat(hs, {rst, syn, challenge, hello})},
+      {"rst, syn, the client's syn-ack", cat(hs, {rst, syn, forged, hello})},
+      {"rst, syn, challenge ack, the client's syn-ack", cat(hs, {rst, syn, challenge, forged, hello})},
+  };
+  for (const auto& [name, packets] : cases) {
+    SCOPED_TRACE(name);
+    const auto st = replay(packets, "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello}));
+    EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
+  }
+  const Bytes urg = k.c2s(0x38, 101, 501).payload("x").frame();
+  const Bytes fine = k.c2s(0x18, 102, 501).payload(tls_client_hello("fine.example")).frame();
+  replay({urg, k.c2s(0x12, 9000, 501).frame(), fine}, "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{urg, fine}));
 }
 
 // The insertion attack with a segment whose payload no receiver takes: a
@@ -701,13 +738,30 @@ TEST_F(Flows, ControlSegmentsWithABadChecksumMoveNoFlowState) {
     EXPECT_EQ(st["dropped_by_kind"]["host"], 2);
     EXPECT_EQ(st["reassembly"]["bad_checksum"], f.checked);
   }
-  // A forged SYN-ACK with a bad checksum neither anchors nor contradicts.
+  // A forged SYN-ACK with a bad checksum neither anchors nor contradicts,
+  // once a server's valid checksum was seen ("auto": here an earlier
+  // connection's SYN-ACK; "verify": from the start).
   const Bytes bad_synack = s2c(0x12, 500, 101 + 5000).checksum(0x55).frame();
   const Bytes first = c2s(0x18, 101, 501).payload(r2).frame();
-  const auto st = replay({hs[0], bad_synack, hs[1], hs[2], first}, "host blocked.example\n", {"--pps", "50"});
-  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{first}));
-  EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
-  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  const Bytes other_syn = Packet().ipv4("10.8.0.2", "10.9.0.1").tcp(40001, 80, 0x02).seq_ack(1, 0).checksum().frame();
+  const Bytes other_synack = Packet().ipv4("10.9.0.1", "10.8.0.2").tcp(80, 40001, 0x12).seq_ack(1, 2).checksum().frame();
+  for (const bool verify : {false, true}) {
+    SCOPED_TRACE(verify ? "verify" : "auto");
+    const std::vector<Bytes> before = verify ? std::vector<Bytes>{} : std::vector<Bytes>{other_syn, other_synack};
+    const auto st = replay(cat(before, {hs[0], bad_synack, hs[1], hs[2], first}), "host blocked.example\n",
+                           {"--pps", "50", "--checksums", verify ? "verify" : "auto"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{first}));
+    EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  }
+  // A capture taken on a server whose NIC computes checksums: wrong ones on
+  // all it sent. Its SYN-ACK and FIN still open and close flows in "auto".
+  const Bytes srv_synack = s2c(0x12, 500, 101).checksum(0x55).frame();
+  const Bytes srv_fin = s2c(0x11, 501, 101).checksum(0x55).frame();
+  const auto st = replay({hs[0], srv_synack, hs[2], srv_fin, c2s(0x11, 101, 502).frame()}, "host blocked.example\n",
+                         {"--pps", "50"});
+  EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
+  EXPECT_EQ(st["flows"]["created"], 1);
 }
 
 // The server takes a segment's urgent byte out of its stream (docs/rules.md),

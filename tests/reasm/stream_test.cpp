@@ -255,24 +255,24 @@ TEST(Stream, ALaterSynAckOpensAMidStreamFlowAndMustAgreeWithAHandshake) {
   Harness h;
   {  // a retransmitted answer agrees
     Flow f = opened();
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, /*sender_is_initiator=*/false, /*from_handshake=*/true), Answer::kAgrees);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, /*sender_is_initiator=*/false, /*from_handshake=*/true, 80, 40000), Answer::kAgrees);
     EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kMessages);
   }
   {  // from the side taken for the client: the sides were swapped by a forgery
     Flow f = opened();
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, /*sender_is_initiator=*/true, true), Answer::kContradicts);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, /*sender_is_initiator=*/true, true, 80, 40000), Answer::kContradicts);
     EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, true, true), Answer::kAgrees);  // counted once
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, true, true, 80, 40000), Answer::kAgrees);  // counted once
   }
   {  // from the server, acknowledging another start (a forged one came first)
     Flow f = opened();
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, false, true), Answer::kContradicts);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, false, true, 80, 40000), Answer::kContradicts);
     EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), false, 80, 40000), Step::kDropped);  // both ways
   }
   {  // once the client's bytes have begun, a late copy changes nothing
     Flow f = opened();
     EXPECT_EQ(h.client(f, kBlocked, 0, 10), Step::kSkip);  // held
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, true, true), Answer::kAgrees);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 5001, true, true, 80, 40000), Answer::kAgrees);
     EXPECT_EQ(h.client(f, kBlocked, 10, kBlocked.size() - 10), Step::kMessages);
     EXPECT_EQ(h.got.back(), kBlocked);
   }
@@ -283,7 +283,7 @@ TEST(Stream, ALaterSynAckOpensAMidStreamFlowAndMustAgreeWithAHandshake) {
     const std::string junk = "\x7f\x00\x01 not a request line\r\n";
     for (int i = 0; i < 3; ++i) h.client(f, junk, 0, junk.size());
     EXPECT_FALSE(stream_wants(f.ref(), true));
-    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false), Answer::kOpened);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false, 80, 40000), Answer::kOpened);
     EXPECT_TRUE(stream_client_known(f.ref()));
     EXPECT_FALSE(stream_wants(f.ref(), false));
     EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kMessages);
@@ -294,10 +294,28 @@ TEST(Stream, ALaterSynAckOpensAMidStreamFlowAndMustAgreeWithAHandshake) {
     const Segment far{kIsn + 1000, reinterpret_cast<const uint8_t*>(kBlocked.data()), 10, true, 40000, 80};
     EXPECT_EQ(h.insp.segment(g.ref(), far, 0, &Harness::sink, &h), Step::kSkip);
     EXPECT_NE(g.handle, 0u);
-    EXPECT_EQ(h.insp.syn_ack(g.ref(), 777, kIsn + 1, false, false), Answer::kOpened);
+    EXPECT_EQ(h.insp.syn_ack(g.ref(), 777, kIsn + 1, false, false, 80, 40000), Answer::kOpened);
     EXPECT_EQ(g.handle, 0u);
     EXPECT_EQ(h.client(g, kBlocked, 0, kBlocked.size()), Step::kMessages);
     EXPECT_EQ(h.got.back(), kBlocked);
+  }
+  {  // a SYN-ACK to the service port from the other one is a client's forgery
+     // (sides swapped): it opens nothing, the ports still tell the client
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, true);
+    EXPECT_FALSE(syn_ack_tells_client(40000, 80));
+    EXPECT_TRUE(syn_ack_tells_client(80, 40000));
+    EXPECT_TRUE(syn_ack_tells_client(50000, 50001));
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 9000, 778, /*sender_is_initiator=*/true, false, 40000, 80), Answer::kAgrees);
+    EXPECT_FALSE(stream_client_known(f.ref()));
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kMessages);
+  }
+  {  // a flow whose client data was dropped stays dropped
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, true);
+    EXPECT_TRUE(h.insp.drop(f.ref()));
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, false, 80, 40000), Answer::kAgrees);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);
   }
 }
 

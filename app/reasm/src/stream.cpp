@@ -53,6 +53,10 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
   }
 }
 
+bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {
+  return !service_port(dport) || service_port(sport);
+}
+
 bool stream_wants(uint8_t bits, bool forward) noexcept {
   const uint8_t ph = bits & kPhaseMask;
   if (ph == kPhaseDropped) return true;
@@ -86,8 +90,9 @@ bool StreamInspector::drop(StreamRef s) noexcept {
 }
 
 StreamInspector::Answer StreamInspector::syn_ack(StreamRef s, uint32_t seq, uint32_t ack, bool sender_is_initiator,
-                                                 bool from_handshake) noexcept {
+                                                 bool from_handshake, uint16_t sport, uint16_t dport) noexcept {
   if (!from_handshake) {
+    if (phase(s) == kPhaseDropped || !syn_ack_tells_client(sport, dport)) return Answer::kAgrees;
     close(s);
     stream_open(s, 0x12, seq, ack, sender_is_initiator);
     return Answer::kOpened;

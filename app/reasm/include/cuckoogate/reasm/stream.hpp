@@ -37,6 +37,15 @@ struct StreamRef {
 // the stream starts at its ack number. Anything else: nothing is known.
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept;
 
+// Whether a SYN-ACK sent from port `sport` to port `dport` may tell a flow's
+// client and start: not one sent to a service port (below 1024, 8080, 8443,
+// ...) from a port that is not one. A server answers from its service port;
+// the other way round is a client forging its server's answer to swap the
+// sides (or an active-mode FTP data connection, which a flow picked up
+// mid-stream serves as well: its client is then told by the ports). The
+// caller opens such a flow as picked up mid-stream.
+bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept;
+
 // One TCP segment of the flow with payload.
 struct Segment {
   uint32_t seq = 0;
@@ -105,14 +114,15 @@ class StreamInspector {
   // flow once. Not counted here: the caller knows why (urgent data).
   bool drop(StreamRef s) noexcept;
   // A SYN-ACK of a flow whose entry another packet created
-  // (docs/reassembly.md, "Direction"). `from_handshake`: the stream was
-  // opened by stream_open() from a SYN or SYN-ACK (the caller keeps that bit
-  // beside the entry; StreamRef's bits are all taken). A flow picked up
-  // mid-stream — forged packets sent ahead of the handshake can make a flow
-  // one, and then its start is only guessed and three segments that start
-  // nothing end its inspection — is opened from the answer, whatever its
-  // phase, as stream_open() would: kOpened (the caller sets its bit).
-  // Inspecting again is never less strict. A handshake's flow must agree
+  // (docs/reassembly.md, "Direction"), sent from port `sport` to `dport`.
+  // `from_handshake`: the stream was opened by stream_open() from a SYN or
+  // SYN-ACK (the caller keeps that bit beside the entry; StreamRef's bits are
+  // all taken). A flow picked up mid-stream — forged packets sent ahead of
+  // the handshake can make a flow one, and then its start is only guessed and
+  // three segments that start nothing end its inspection — is opened from the
+  // answer as stream_open() would, kOpened (the caller sets its bit), unless
+  // its client data was dropped (that stays) or the answer cannot tell the
+  // client (syn_ack_tells_client). A handshake's flow must agree
   // while none of its client's bytes has been read: a SYN-ACK from the side
   // taken for the client, or acknowledging another start, is a forgery (a
   // client spoofing its server's answer to swap the sides, or to move its
@@ -121,7 +131,8 @@ class StreamInspector {
   // a conflict would drop it: kContradicts (once). A retransmitted SYN-ACK
   // agrees.
   enum class Answer : uint8_t { kAgrees, kOpened, kContradicts };
-  Answer syn_ack(StreamRef s, uint32_t seq, uint32_t ack, bool sender_is_initiator, bool from_handshake) noexcept;
+  Answer syn_ack(StreamRef s, uint32_t seq, uint32_t ack, bool sender_is_initiator, bool from_handshake,
+                 uint16_t sport, uint16_t dport) noexcept;
   // Returns the flow's slot, if any (the caller is forgetting the flow).
   void close(StreamRef s) noexcept;
   const StreamCounters& counters() const noexcept { return c_; }
