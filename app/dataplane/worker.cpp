@@ -670,20 +670,28 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
                 largest);
   bool own_key = !tag.has_key;
   if (d.status == quic::Status::kDecryptFailed && tag.has_key) {
-    // Keys of its own DCID: a new connection on the flow's ports, or a
-    // client after a Retry (RFC 9001 §5.2), or the Initial the gateway saw
-    // first was one its server never took.
-    quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, nullptr, 0, largest);
+    // Keys of its own DCID (numbered afresh): a new connection on the flow's
+    // ports, a client after a Retry (RFC 9001 §5.2), or the Initial the
+    // gateway saw first was one its server never took.
+    quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, nullptr, 0, -1);
     own_key = true;
-    if (d.status == quic::Status::kDecryptFailed) {
-      // Neither the flow's keys nor its own open it: a client's Initials all
-      // do (they keep their first DCID's keys after switching DCID), so this
-      // is a forgery meant to leave the gateway with keys the server never
-      // used — fail closed: the flow's client datagrams are dropped.
+    // Neither the flow's keys nor its own open it (a client's Initials all
+    // do: they keep their first DCID's keys after switching DCID), or they do
+    // while CRYPTO bytes opened under the flow's keys are held: two streams
+    // under two keys, of which the server reads one, unknowable which (a
+    // forged head under other keys would complete a real tail). Fail closed:
+    // the flow's client datagrams are dropped.
+    const bool held = pool_->data(h).size() != 0 || pool_->held_out_of_order(h) != 0;
+    if (d.status == quic::Status::kDecryptFailed || (d.status == quic::Status::kOk && held)) {
       bump(st.quic_failed);
       bump(st.reasm_conflicts);
       stop(kQuicDropped);
       return;
+    }
+    if (d.status == quic::Status::kOk) {  // nothing held: these keys are the flow's now
+      pool_->release(h);
+      h = 0;
+      tag = {};
     }
   }
   if (d.status != quic::Status::kOk) {

@@ -4,6 +4,7 @@
 // limit, and a flood of new flows against a small table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -1087,6 +1088,49 @@ TEST_F(Flows, QuicInitialsAfterADcidSwitchOrWithTruncatedNumbersAreRead) {
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{forged, d2}));
     EXPECT_EQ(st["quic"]["failed"], 1);
   }
+}
+
+// From a review: a coalesced Initial whose tag does not verify (first, or
+// between two that do) hid the ClientHello behind it; its server processes
+// each coalesced packet apart (RFC 9000 §12.2). And CRYPTO bytes opened under
+// two keys were mixed in one slot: the real connection's tail, then a head
+// forged under another DCID's keys (which the server keeps apart, or never
+// gets) completed a fine ClientHello, and the real head passed unread. A key
+// switch while bytes are held drops the flow's client datagrams.
+TEST_F(Flows, QuicJunkPacketsAndASecondKeyDoNotHideTheClientHello) {
+  std::mt19937_64 rng(11);
+  auto udp = [](const Bytes& payload) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").udp(50000, 443).payload(payload).frame();
+  };
+  const Bytes dcid = {1, 2, 3, 4, 5, 6, 7, 8}, other = {5, 5, 5, 5, 5, 5, 5, 5};
+  const Bytes small = quic::client_hello("www.blocked.example", 900, &rng);
+  const Bytes all = quic::crypto_frame(0, small.data(), small.size());
+  const quic::InitialPacket junk{.dcid = dcid, .pn = 0, .frames = quic::ping_frame(), .key_dcid = {5, 5, 5, 5}};
+  for (const bool middle : {false, true}) {
+    SCOPED_TRACE(middle ? "junk between" : "junk first");
+    std::vector<quic::InitialPacket> packets;
+    if (middle) packets.push_back({.dcid = dcid, .pn = 0, .frames = quic::ping_frame()});
+    packets.push_back(junk);
+    packets.push_back({.dcid = dcid, .pn = 2, .frames = all});
+    const Bytes d = udp(quic::datagram(packets));
+    const auto st = replay({d}, "host blocked.example\n");
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{d}));
+    EXPECT_EQ(st["quic"]["completed"], 1);
+  }
+  const Bytes real = quic::client_hello("www.blocked.example", 1800, &rng);
+  Bytes fake = real;
+  const std::string b = "blocked";
+  auto it = std::search(fake.begin(), fake.end(), b.begin(), b.end());
+  ASSERT_NE(it, fake.end());
+  std::copy_n("fineabc", 7, it);
+  const std::size_t a = static_cast<std::size_t>(it - fake.begin()) + 20;
+  const Bytes r1 = udp(quic::datagram({{.dcid = dcid, .pn = 0, .frames = quic::crypto_frame(a, real.data() + a, real.size() - a)}}));
+  const Bytes f = udp(quic::datagram({{.dcid = other, .pn = 0, .frames = quic::crypto_frame(0, fake.data(), a)}}));
+  const Bytes r2 = udp(quic::datagram({{.dcid = dcid, .pn = 1, .frames = quic::crypto_frame(0, real.data(), a)}}));
+  const auto st = replay({r1, f, r2}, "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{f, r2}));
+  EXPECT_EQ(st["quic"]["completed"], 0);
+  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
 }
 
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a

@@ -170,10 +170,42 @@ TEST_F(QuicDecoder, ALaterPacketThatFailsKeepsTheFirstOnesChunksOnly) {
   d.back() ^= 1;  // the second packet's tag
   Decode r = decode(*dec, d);
   ASSERT_EQ(r.out->status, Status::kOk);
-  EXPECT_EQ(r.out->stop, Status::kDecryptFailed);
+  EXPECT_EQ(r.out->stop, Status::kOk);  // a packet whose tag fails is skipped, not the end
+  EXPECT_EQ(r.out->undecryptable, 1);
   EXPECT_EQ(r.out->initials, 1);
   ASSERT_EQ(r.out->n_chunks, 1u);
   EXPECT_EQ(r.out->chunk[0].offset, 0u);
+}
+
+// A coalesced Initial whose tag does not verify is skipped and the ones
+// after it are opened, as their receiver processes each packet apart (RFC
+// 9000 §12.2). One junk packet first (or between) used to hide the
+// ClientHello behind it. A later packet of another DCID still ends the walk.
+TEST_F(QuicDecoder, AnUndecryptablePacketDoesNotHideTheOnesAfterIt) {
+  const Bytes a = some_crypto(100, 1), b = some_crypto(100, 2);
+  const Bytes dcid = {3, 3, 3, 3};
+  InitialPacket junk = packet(kV1, dcid, ping_frame());
+  junk.key_dcid = {9, 9, 9, 9};  // the same DCID, other keys: its tag fails
+  InitialPacket p1 = packet(kV1, dcid, crypto_frame(0, a.data(), a.size()));
+  p1.pn = 1;
+  InitialPacket p2 = p1;
+  p2.pn = 2;
+  p2.frames = crypto_frame(100, b.data(), b.size());
+  Decode r = decode(*dec, datagram({junk, p1, junk, p2}));
+  ASSERT_EQ(r.out->status, Status::kOk);
+  EXPECT_EQ(r.out->initials, 2);
+  EXPECT_EQ(r.out->undecryptable, 2);
+  ASSERT_EQ(r.out->n_chunks, 2u);
+  EXPECT_EQ(r.out->first_pn, 1u);
+  EXPECT_EQ(to_hex(r.out->dcid, r.out->dcid_len), to_hex(dcid.data(), dcid.size()));
+  // Only junk: the first failure is the status.
+  EXPECT_EQ(decode(*dec, datagram({junk, junk})).out->status, Status::kDecryptFailed);
+  // A packet of another connection after a skipped one ends the walk there.
+  InitialPacket other = p1;
+  other.dcid = {4, 4, 4, 4};
+  Decode o = decode(*dec, datagram({junk, other}));
+  EXPECT_EQ(o.out->status, Status::kDecryptFailed);
+  EXPECT_EQ(o.out->stop, Status::kOtherConnection);
 }
 
 TEST_F(QuicDecoder, ALaterPacketWithABadFrameContributesNoChunk) {

@@ -292,6 +292,7 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
   out.version = 0;
   out.dcid_len = 0;
   out.initials = 0;
+  out.undecryptable = 0;
   out.ping = out.ack = out.connection_close = false;
   out.first_pn = 0;
   out.largest_pn = largest_pn < -1 ? -1 : largest_pn;
@@ -302,9 +303,11 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
     return;
   }
   std::size_t pos = 0;
+  uint32_t first_version = 0;  // of the datagram's first packet, opened or not
   while (pos < n) {
     const uint8_t* q = p + pos;
-    if (out.initials != 0 && q[0] == 0) {
+    const bool later = out.initials != 0 || out.undecryptable != 0;
+    if (later && q[0] == 0) {
       // Zero bytes after a packet: datagram padding some stacks add; a packet
       // never starts with 0 (long headers have bit 7 set, short ones bit 6).
       break;
@@ -312,10 +315,15 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
     Packet pk;
     Status st = parse_long_header(q, n - pos, &pk.version, &pk.type, &pk.dcid_off, &pk.dcid_len,
                                   &pk.pn_off, &pk.end);
-    if (st == Status::kOk && out.initials != 0 &&
-        (pk.version != out.version || pk.dcid_len != out.dcid_len ||
+    if (st == Status::kOk && later &&
+        (pk.version != first_version || pk.dcid_len != out.dcid_len ||
          std::memcmp(q + pk.dcid_off, out.dcid, pk.dcid_len) != 0))
       st = Status::kOtherConnection;
+    if (st == Status::kOk && !later) {  // the datagram's connection: every packet after it must be of it
+      first_version = pk.version;
+      out.dcid_len = static_cast<uint8_t>(pk.dcid_len);
+      if (pk.dcid_len != 0) std::memcpy(out.dcid, q + pk.dcid_off, pk.dcid_len);
+    }
     if (st == Status::kOk) {
       const uint8_t* kd = key_dcid != nullptr ? key_dcid : q + pk.dcid_off;
       const std::size_t kl = key_dcid != nullptr ? key_dcid_len : pk.dcid_len;
@@ -335,20 +343,29 @@ void Decoder::decode(const uint8_t* p, std::size_t n, uint8_t* scratch, std::siz
     const unsigned chunks_before = out.n_chunks;
     const bool ping = out.ping, ack = out.ack, close = out.connection_close;
     if (st == Status::kOk) st = walk_frames(plain, plain_len, out);
+    if (st == Status::kDecryptFailed) {  // skipped: the packets after it are still read
+      if (out.initials == 0) out.status = st;
+      if (out.undecryptable != 255) ++out.undecryptable;
+      pos += pk.end;
+      continue;
+    }
     if (st != Status::kOk) {
       out.n_chunks = chunks_before;
       out.ping = ping;
       out.ack = ack;
       out.connection_close = close;
-      (out.initials == 0 ? out.status : out.stop) = st;
+      if (out.initials != 0 || out.undecryptable != 0) {
+        out.stop = st;  // (status: kOk, or the kDecryptFailed of the skipped ones)
+      } else {
+        out.status = st;
+      }
       break;
     }
     if (out.initials == 0) {
       out.status = Status::kOk;
+      out.stop = Status::kOk;
       out.version = pk.version;
       out.first_pn = pk.pn;
-      out.dcid_len = static_cast<uint8_t>(pk.dcid_len);
-      if (pk.dcid_len != 0) std::memcpy(out.dcid, q + pk.dcid_off, pk.dcid_len);
     }
     ++out.initials;
     if (pk.pn < (uint64_t{1} << 62) && static_cast<int64_t>(pk.pn) > out.largest_pn)

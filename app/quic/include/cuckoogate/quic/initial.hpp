@@ -95,7 +95,13 @@ struct Decoded {
   // packet it did not open: kNotInitial (0-RTT, Handshake: expected after a
   // client's Initial), kOtherConnection, kTruncated, ... A packet that fails
   // after one that opened ends the walk too; its chunks are not reported.
+  // Except an Initial whose tag does not verify (kDecryptFailed): it is
+  // skipped and the walk goes on, as its receiver processes each coalesced
+  // packet apart (RFC 9000 §12.2) — else one junk packet first would hide the
+  // ClientHello behind it. `undecryptable` counts them; with none opened,
+  // status is kDecryptFailed.
   Status stop = Status::kOk;
+  uint8_t undecryptable = 0;
   uint32_t version = 0;
   uint8_t dcid_len = 0;
   uint8_t dcid[kMaxCidLen] = {};
