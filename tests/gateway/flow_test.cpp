@@ -627,12 +627,31 @@ TEST_F(Flows, ASegmentNoReceiverTakesIsNotReadAsTheClientsBytes) {
   const Conn k;
   const Bytes fake = tls_client_hello("fine.example"), real = tls_client_hello("blocked.example");
   const Bytes good = k.c2s(0x18, 101, 501).payload(real).frame();
-  for (const uint8_t flags : {uint8_t{0x08}, uint8_t{0x00}, uint8_t{0x1c}, uint8_t{0x1a}}) {  // PSH, none, RST, SYN
+  // PSH, none, RST: the real one is judged. SYN (with ACK: a SYN-ACK from
+  // the client's side) also contradicts the handshake: the client data is
+  // dropped as a conflict.
+  for (const uint8_t flags : {uint8_t{0x08}, uint8_t{0x00}, uint8_t{0x1c}, uint8_t{0x1a}}) {
     SCOPED_TRACE(int{flags});
     const Bytes bad = k.c2s(flags, 101, 501).payload(fake).frame();
     const auto st = replay(cat(k.handshake(), {bad, good}), "host blocked.example\n", {"--pps", "50"});
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good}));
     EXPECT_EQ(st["reassembly"]["not_taken"], 1);
+    EXPECT_EQ(st["dropped_by_kind"]["host"], flags == 0x1a ? 0 : 1);
+    EXPECT_EQ(st["reassembly"]["conflicts"], flags == 0x1a ? 1 : 0);
+  }
+  {  // SYN set on a keep-alive connection's second request (past the first
+     // message, where a SYN-ACK contradicts nothing): still not read
+    Conn h;
+    h.port = 80;
+    const std::string r1 = "GET / HTTP/1.1\r\nHost: a.example\r\n\r\n";
+    const auto at = static_cast<uint32_t>(r1.size());
+    const Bytes first = h.data(r1);
+    const Bytes fake2 = h.c2s(0x1a, 101 + at, 501).payload("GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n").frame();
+    const Bytes real2 = h.data("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n", at);
+    const auto st = replay(cat(h.handshake(), {first, fake2, real2}), "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{real2}));
+    EXPECT_EQ(st["reassembly"]["not_taken"], 1);
+    EXPECT_EQ(st["dropped_by_kind"]["host"], 1);
   }
   // With ACK (and FIN) the first copy is the server's too: judged, and the
   // second, another copy of bytes already judged, is what docs/rules.md lists.
