@@ -136,6 +136,9 @@ TEST(Classify, TunnelsGiveInnerKeysAndOuterAddresses) {
   check(vx, "192.0.2.1", "vxlan");
   EXPECT_EQ(vx.count(RuleKind::kService), 1u);  // the inner packet's, not the tunnel's
   EXPECT_TRUE(vx.matches("service tcp 10.0.0.2:80"));
+  // ... also on 8472, Linux's first VXLAN port, which flannel uses (it passed undecapsulated)
+  check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 8472).payload(cat(vxlan, eth4)).frame()),
+        "192.0.2.1", "vxlan 8472");
   const Bytes geneve = {0x01, 0x00, 0x65, 0x58, 0, 0, 42, 0, 0x01, 0x02, 0x03, 0x00};
   check(classify_frame(Packet().ipv4("192.0.2.1", "192.0.2.2").udp(50000, 6081).payload(cat(geneve, eth4)).frame()),
         "192.0.2.1", "geneve");

@@ -49,7 +49,7 @@ bool detail::maybe_fragment_walk(const uint8_t* frame, std::size_t len) noexcept
       const std::size_t ihl = static_cast<std::size_t>(ip[0] & 0x0f) * 4;
       if (off + ihl + 4 > len) return false;
       const uint16_t dport = rd16(ip + ihl + 2);
-      return dport == 4789 || dport == 6081;
+      return tunnel_udp_port(dport);
     }
     return false;
   }
@@ -60,7 +60,7 @@ bool detail::maybe_fragment_walk(const uint8_t* frame, std::size_t len) noexcept
     if (nh == 17) {
       if (off + 44 > len) return false;
       const uint16_t dport = rd16(ip + 42);
-      return dport == 4789 || dport == 6081;
+      return tunnel_udp_port(dport);
     }
     return !transport_or_none(nh);  // extension headers, IP in IPv6, GRE, ...
   }

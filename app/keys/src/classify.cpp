@@ -28,7 +28,7 @@ constexpr uint16_t kEthMplsUnicast = 0x8847, kEthMplsMulticast = 0x8848, kEthPpp
 constexpr uint16_t kPppIpv4 = 0x0021, kPppIpv6 = 0x0057;
 constexpr uint16_t kEthTransparentBridging = 0x6558;  // an Ethernet frame inside GRE/GENEVE
 constexpr uint8_t kProtoIpInIp = 4, kProtoIpv6InIp = 41, kProtoGre = 47;
-constexpr uint16_t kVxlanPort = 4789, kGenevePort = 6081;
+constexpr uint16_t kGenevePort = 6081;  // (tunnel_udp_port(): VXLAN is the others)
 // Tunnels inside tunnels, up to this many; a deeper packet is judged on its
 // layers so far and flagged malformed.
 constexpr unsigned kMaxTunnels = 4;
@@ -465,7 +465,7 @@ bool tunnel(const uint8_t* frame, const PacketMeta& m, std::size_t& inner, uint1
     }
     case kProtoUdp: {
       const uint8_t* u = frame + m.payload_off;
-      if (m.dport == kVxlanPort) {
+      if (tunnel_udp_port(m.dport) && m.dport != kGenevePort) {  // VXLAN
         if (m.payload_len < 8 || (u[0] & 0x08) == 0) return false;  // the VNI flag
         return inner_of(kEthTransparentBridging, m.payload_off + 8);
       }

@@ -93,9 +93,16 @@ struct PacketMeta {
 // Same data-path contract as classify(); writes only `meta`.
 void parse_packet(const uint8_t* frame, std::size_t len, PacketMeta& meta) noexcept;
 
+// UDP to a tunnel's port: VXLAN (IANA's 4789, and 8472, the port Linux's
+// vxlan driver used first and flannel still uses) or GENEVE (6081). The
+// classifier decapsulates these; what else must know them asks here.
+inline constexpr bool tunnel_udp_port(uint16_t dport) noexcept {
+  return dport == 4789 || dport == 8472 || dport == 6081;
+}
+
 // The frame nearly every packet is: untagged Ethernet, IPv4 without
 // options, whole (not a fragment), TCP, or UDP to a port that is no tunnel
-// (VXLAN 4789, GENEVE 6081), with consistent lengths. Its addresses are at
+// (tunnel_udp_port()), with consistent lengths. Its addresses are at
 // kPlainAddrOff, its transport header at kPlainL4Off. parse_packet()
 // describes it from this with a fraction of the general walk's branches
 // (and classify_fuzz checks the two agree on every input); the worker's
@@ -133,7 +140,7 @@ inline bool parse_plain_ipv4(const uint8_t* frame, std::size_t len, PlainFrame& 
     p.tcp_flags = l4[13];
   } else {
     const std::size_t ulen = rd16(l4 + 4);
-    if (ulen < 8 || ulen > l4len || p.dport == 4789 || p.dport == 6081) return false;
+    if (ulen < 8 || ulen > l4len || tunnel_udp_port(p.dport)) return false;
     hl = 8;
     pllen = ulen - 8;
     p.tcp_flags = 0;
