@@ -63,7 +63,7 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> reasm_conflicts{0};   // flows whose held bytes a segment rewrote (client data dropped)
   std::atomic<uint64_t> reasm_bad_checksum{0};  // segments/datagrams not read: a bad checksum (the receiver drops them)
   std::atomic<uint64_t> reasm_not_taken{0};     // client segments not read: no receiver takes their payload
-                                                // (no ACK, or SYN or RST set)
+                                                // (no ACK, or SYN or RST set; a QUIC Initial under 1200 bytes)
   std::atomic<uint64_t> quic_initials{0};     // client datagrams whose QUIC Initials were decrypted
   std::atomic<uint64_t> quic_completed{0};    // QUIC ClientHellos reassembled whole and judged
   std::atomic<uint64_t> quic_failed{0};       // QUIC long-header datagrams that could not be opened

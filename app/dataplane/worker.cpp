@@ -7,6 +7,8 @@
 #include <rte_pause.h>
 #include <rte_prefetch.h>
 
+#include <xxhash.h>
+
 #include <array>
 
 #include "cuckoogate/flow/flow_table.hpp"
@@ -56,6 +58,7 @@ struct LaneInfo {
   uint8_t tcp_flags;
   bool malformed;
   bool compact;  // a plain frame: its key is k4[], fp[] is written if it leaves the lane
+  bool quic_long;  // UDP to 443 whose payload starts like a QUIC long header (bit 7)
 };
 
 struct WorkerScratch {
@@ -155,13 +158,27 @@ bool payload_taken(uint8_t tcp_flags) {
   return (tcp_flags & (flow::kTcpAck | flow::kTcpSyn | flow::kTcpRst)) == flow::kTcpAck;
 }
 
-template <class M>
-bool inspects(flow::FlowEntry& e, const M& m, flow::Dir dir, QuicMode quic) {
+// A UDP datagram to 443 whose first byte has the long-header bit: what a
+// QUIC flow that is done still looks at (a new connection's Initial on the
+// same ports; inspect_quic). Short-header (1-RTT) packets never have it.
+// A keyed 32-bit tag of a connection ID (a client cannot choose a second
+// DCID whose tag is the first's without the worker's seed).
+uint32_t dcid_tag(uint64_t seed, const uint8_t* dcid, std::size_t len) {
+  const uint64_t h = XXH3_64bits_withSeed(dcid, len, seed);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+bool quic_long(uint8_t proto, uint16_t dport, const uint8_t* payload, uint32_t len) {
+  return proto == kProtoUdp && dport == 443 && len != 0 && (payload[0] & 0x80) != 0;
+}
+
+bool inspects(flow::FlowEntry& e, const LaneInfo& m, flow::Dir dir, QuicMode quic) {
   // A segment with URG set moves the urgent pointer, payload or not (a bare
   // ACK may announce a byte of a later segment): see inspect_stream().
   if (m.payload_len == 0 && (m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpUrg) == 0)) return false;
   if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
-    return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass && e.inspect != kQuicDone);
+    return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass &&
+                             (e.inspect != kQuicDone || (m.quic_long && quic == QuicMode::kInspect)));
   }
   return m.proto == kProtoTcp && reasm::stream_wants(e.inspect, dir == flow::Dir::kForward);
 }
@@ -197,6 +214,7 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     fc.capacity = cfg.flows;
     fc.ticks_per_second = hz;
     fc.seed = rte_rdtsc() * 0x9e3779b97f4a7c15ULL ^ cfg.id;  // not predictable from outside
+    dcid_seed_ = (rte_rdtsc() ^ cfg.id) * 0xc2b2ae3d27d4eb4fULL;
     fc.track_bare_syn = false;  // a SYN flood must not reach the table (docs/dataplane.md)
     // EAL memory when it is hugepages; with --no-huge it is a shared memfd
     // in 4 KiB pages that the kernel will not back with transparent huge
@@ -301,7 +319,8 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
       const flow::Side side = flow::make_flow_key_v4(addr[0], addr[1], ports[0], ports[1], 0, pf.proto, k);
       s.k4[nf] = k;
       s.lane[nf] = {.payload_len = pf.payload_len, .dport = pf.dport, .proto = pf.proto, .side = side,
-                    .tcp_flags = pf.tcp_flags, .malformed = false, .compact = true};
+                    .tcp_flags = pf.tcp_flags, .malformed = false, .compact = true,
+                    .quic_long = quic_long(pf.proto, pf.dport, frame + kPlainL4Off + 8, pf.payload_len)};
       s.parsed[i] = false;
       s.fh[nf] = flows_->hash_v4(k);
       // A bare SYN seldom has an entry (a new connection; bare SYNs make
@@ -350,7 +369,8 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
     fp.tcp_flags = m.tcp_flags;
     fp.no_state = false;
     s.lane[nf] = {.payload_len = m.payload_len, .dport = m.dport, .proto = m.proto, .side = fp.side,
-                  .tcp_flags = m.tcp_flags, .malformed = m.malformed, .compact = false};
+                  .tcp_flags = m.tcp_flags, .malformed = m.malformed, .compact = false,
+                  .quic_long = m.payload_off < len && quic_long(m.proto, m.dport, frame + m.payload_off, m.payload_len)};
     s.fh[nf] = flows_->hash(fp.key);
     flows_->prefetch(s.fh[nf]);
     s.flow[i++] = static_cast<int16_t>(nf++);
@@ -437,7 +457,7 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
-  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.meta[i], r.dir, cfg_.quic)) {
+  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic)) {
     s.hit[i] = {};
     return true;  // follows the earlier packet's verdict (step 3)
   }
@@ -458,7 +478,7 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
     return false;
   }
   if (!e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
-      inspects(*e, s.meta[i], r.dir, cfg_.quic)) {
+      inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).
     e->flags |= judging_bit(r.dir);
@@ -645,8 +665,10 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   const uint8_t* dgram = frame + m.payload_off;
   classify_meta(frame, m, s.keys[i]);  // addresses and ports; QUIC has no cleartext name
   s.inspect_drop[i] = e.inspect == kQuicDropped;
-  if (e.inspect != kQuicInspecting) return;
-  uint32_t& h = flows_->cold(e).stream[0];
+  if (e.inspect == kQuicDropped) return;
+  flow::FlowCold& cold = flows_->cold(e);
+  uint32_t& h = cold.stream[0];
+  uint32_t& judged = cold.stream[1];  // kQuicDone: dcid_tag() of the keys its ClientHello came under
   auto stop = [&](uint8_t state) {
     if (h != 0) pool_->release(h);
     h = 0;
@@ -654,6 +676,27 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
     s.inspect_drop[i] = state == kQuicDropped;
   };
   uint32_t version = 0;
+  // A client Initial in a datagram under 1200 bytes is discarded by its
+  // server (RFC 9000 §14.1: clients pad them to 1200): not read, or a short
+  // one naming a fine host would be judged ahead of the real one.
+  if (cfg_.quic == QuicMode::kInspect && m.payload_len < 1200) {
+    if (quic::peek_initial(dgram, m.payload_len, &version) == quic::Status::kOk) bump(st.reasm_not_taken);
+    return;
+  }
+  if (e.inspect == kQuicDone) {
+    // Servers tell QUIC connections apart by connection ID, not by the
+    // ports: a client Initial that opens under its own DCID's keys, other
+    // than the ones the judged ClientHello came under, starts another
+    // connection on the flow's ports (a new attempt, a client after a
+    // Retry), and is inspected afresh. One whose keys are the judged one's
+    // (the same connection; its DCID switched) is not read again.
+    if (cfg_.quic != QuicMode::kInspect || quic::peek_initial(dgram, m.payload_len, &version) != quic::Status::kOk)
+      return;
+    quic::Decoded d;
+    quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d);
+    if (d.status != quic::Status::kOk || dcid_tag(dcid_seed_, d.dcid, d.dcid_len) == judged) return;
+    e.inspect = kQuicInspecting;  // (no slot: stop() gave it back)
+  }
   if (cfg_.quic == QuicMode::kBlock) {
     if (quic::peek_initial(dgram, m.payload_len, &version) != quic::Status::kOk) return;
     bump(st.quic_blocked);
@@ -732,6 +775,7 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   if (ch.status == reasm::Frame::kComplete) {
     bump(st.quic_completed);
     classify_meta(frame, m, s.keys[i], ch.record, ch.record_len);
+    judged = dcid_tag(dcid_seed_, tag.dcid, tag.dcid_len);
     stop(kQuicDone);
     return;
   }
@@ -869,7 +913,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const PacketMeta& m = s.meta[i];
     const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
-    const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, m, s.fr[s.flow[i]].dir, cfg_.quic);
+    const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir, cfg_.quic);
     if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes

@@ -181,6 +181,7 @@ class Worker {
   FragStage* frag_ = nullptr;           // IP defragmentation; nullptr: fragments judged one by one
   bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
   bool server_checksums_trusted_ = false;  // the same for servers' packets (ignore_bad_control)
+  uint64_t dcid_seed_ = 0;  // keys dcid_tag() of QUIC flows (inspect_quic)
 };
 
 }  // namespace cg

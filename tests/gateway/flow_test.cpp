@@ -1152,6 +1152,47 @@ TEST_F(Flows, QuicJunkPacketsAndASecondKeyDoNotHideTheClientHello) {
   EXPECT_EQ(st["reassembly"]["conflicts"], 1);
 }
 
+// From an outside check (confirmed against ngtcp2): a server tells QUIC
+// connections apart by connection ID, not by ports, so a second connection
+// from the same UDP port is its own; it was never read once the first
+// ClientHello was judged. And a client Initial in a datagram under 1200
+// bytes is discarded by its server (RFC 9000 §14.1): a short one naming a
+// fine host was judged ahead of the real one, and ended inspection.
+TEST_F(Flows, QuicSecondConnectionsOnTheSamePortsAndShortInitials) {
+  std::mt19937_64 rng(5);
+  auto udp = [](const Bytes& payload) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").udp(50000, 443).payload(payload).frame();
+  };
+  auto hello = [&](const char* name, const Bytes& dcid, std::size_t min = 1200) {
+    const Bytes ch = quic::client_hello(name, 900, &rng);
+    return udp(quic::datagram({{.dcid = dcid, .pn = 0, .frames = quic::crypto_frame(0, ch.data(), ch.size())}}, min));
+  };
+  const Bytes a = {1, 1, 1, 1, 1, 1, 1, 1}, b = {2, 2, 2, 2, 2, 2, 2, 2};
+  const std::string rules = "host blocked.example\n";
+  {  // another connection (DCID b) after one judged (DCID a): read
+    const Bytes ok = hello("ok.example", a), blocked = hello("blocked.example", b);
+    const auto st = replay({ok, blocked}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{blocked}));
+    EXPECT_EQ(st["quic"]["completed"], 2);
+    // The same connection's later Initial (an ACK, its DCID switched to the
+    // server's, keys of a) is not read again: nothing more completes.
+    const Bytes ack = udp(quic::datagram({{.dcid = b, .pn = 1, .frames = quic::ping_frame(), .key_dcid = a}}));
+    const auto again = replay({ok, ack, ack}, rules);
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(again["quic"]["completed"], 1);
+    EXPECT_EQ(again["quic"]["initials"], 1);
+  }
+  {  // a short Initial first: not read; the real one is judged
+    const Bytes shortone = hello("ok.example", a, 0);
+    ASSERT_LT(shortone.size(), 14u + 20 + 8 + 1200);
+    const Bytes real = hello("blocked.example", a);
+    const auto st = replay({shortone, real}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{real}));
+    EXPECT_EQ(st["reassembly"]["not_taken"], 1);
+    EXPECT_EQ(st["quic"]["completed"], 1);
+  }
+}
+
 // Two tunnels carrying the same inner 5-tuple: the one whose outer source a
 // rule blocks is dropped even after the other's packets of that inner flow
 // passed (no verdict is shared through the flow table).
