@@ -599,6 +599,20 @@ TEST(ClassifyHttp, AHostLineEndingInSeveralCrsIsTheName) {
   }
 }
 
+// An empty Host line folded onto the next (obs-fold): Apache and HAProxy
+// route by the unfolded name (found by an outside check; it gave no key).
+TEST(ClassifyHttp, AFoldedHostNameIsTheName) {
+  for (const char* req : {"GET / HTTP/1.1\r\nHost:\r\n blocked.example\r\n\r\n",
+                          "GET / HTTP/1.1\r\nHost: \r\n\tblocked.example \r\n\r\n",
+                          "GET / HTTP/1.1\nhost:\n  blocked.example\n\n"}) {
+    const auto c = classify_frame(http(req));
+    EXPECT_TRUE(c.matches("host blocked.example")) << req;
+  }
+  // An empty Host not folded names nothing; a fold cut by the segment's end neither.
+  EXPECT_EQ(classify_frame(http("GET / HTTP/1.1\r\nHost:\r\nX: blocked.example\r\n\r\n")).count(RuleKind::kHost), 0u);
+  EXPECT_EQ(classify_frame(http("GET / HTTP/1.1\r\nHost:\r\n blocked.exa")).count(RuleKind::kHost), 0u);
+}
+
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
   for (const char* p :
        {"GETX / HTTP/1.1\r\nHost: a.example\r\n\r\n",       // any token is a method
