@@ -828,6 +828,29 @@ TEST(ClassifyHost, DnsEveryQuestionAndPointersAnywhere) {
     EXPECT_FALSE(c.matches(rule(kMaxNamesPerPacket)));
     EXPECT_TRUE(c.malformed());
   }
+  {  // a name reached through a chain of pointers: dnsmasq follows 255 (and
+     // answers), Unbound 256; 65 gave no key before. Deeper: no key, malformed.
+    for (const unsigned hops : {65u, 200u, 256u, 300u}) {
+      SCOPED_TRACE(hops);
+      Bytes m = header(1);
+      const std::size_t q = m.size();
+      m.insert(m.end(), {0xc0, 0x00});  // -> the chain's first pointer
+      tail(m);
+      const std::size_t chain = m.size();
+      for (unsigned k = 1; k < hops; ++k) {
+        const std::size_t to = chain + 2 * k;
+        m.insert(m.end(), {static_cast<uint8_t>(0xc0 | to >> 8), static_cast<uint8_t>(to)});
+      }
+      m[q + 1] = static_cast<uint8_t>(chain);
+      m[q] = static_cast<uint8_t>(0xc0 | chain >> 8);
+      label(m, "blocked");
+      label(m, "example");
+      m.push_back(0);
+      const auto c = dns(m);
+      EXPECT_EQ(c.matches("host blocked.example"), hops <= 256u);  // kMaxDnsJumps
+      EXPECT_EQ(c.malformed(), hops > 256u);
+    }
+  }
   {  // two pointers to each other: no name, no hang; a second question cut short
     Bytes m = header(1);
     m.insert(m.end(), {0xc0, 14, 0xc0, 12});

@@ -153,6 +153,31 @@ TEST(Stream, AChunkedBodyIsWalkedToTheNextRequest) {
 // request), so the client's later bytes are dropped: a conflict, not a
 // guess. Before, such a head was taken for "not HTTP" and never given, so a
 // blocked Host behind "Transfer-Encoding: identity" passed.
+// A body longer than the sequence space can skip (over 2^30 bytes) ends the
+// connection's inspection after its head. Its length was taken modulo 2^32:
+// 2^32 + 41 bytes made the stream read the next request 41 bytes in, and a
+// body starting with a byte no request starts with then ended inspection,
+// with the request after it unread anyway (found by an outside check).
+TEST(Stream, ABodyTooLongToFollowEndsInspectionAfterItsHead) {
+  for (const char* len : {"4294967337", "4294967296", "1073741825"}) {
+    SCOPED_TRACE(len);
+    Harness h;
+    Flow f = opened();
+    const std::string post = std::string("POST /up HTTP/1.1\r\nHost: ok.example\r\nContent-Length: ") + len + "\r\n\r\n";
+    const std::string s = post + std::string(41, 'x') + kBlocked;
+    EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kMessages);
+    EXPECT_EQ(h.got, (std::vector<std::string>{post}));
+    EXPECT_FALSE(stream_wants(f.ref(), true));
+  }
+  Harness h;  // 2^30 bytes in all is still followed
+  Flow f = opened();
+  const std::string head = "POST /up HTTP/1.1\r\nHost: ok.example\r\nContent-Length: ";
+  const std::string post = head + std::to_string((uint64_t{1} << 30) - head.size() - 14) + "\r\n\r\n";
+  ASSERT_EQ(post.size(), head.size() + 14);
+  EXPECT_EQ(h.client(f, post, 0, post.size()), Step::kMessages);
+  EXPECT_TRUE(stream_wants(f.ref(), true));
+}
+
 TEST(Stream, AHeadWithAnUnreadableBodyLengthIsGivenAndTheRestDropped) {
   for (const char* framing : {"Transfer-Encoding: identity", "Content-Length: -1", "Content-Length: 5\r\nContent-Length: 6"}) {
     const std::string head = std::string("GET / HTTP/1.1\r\nHost: fine.example\r\n") + framing + "\r\n\r\n";

@@ -230,8 +230,9 @@ unsigned start_dns_questions(const uint8_t* p, std::size_t n) noexcept {
 }
 
 std::size_t next_dns_question(const uint8_t* p, std::size_t n, std::size_t& pos, uint8_t (&out)[kDnsNameBuf],
-                              bool* ok) noexcept {
+                              bool* ok, bool* too_deep) noexcept {
   *ok = false;
+  if (too_deep != nullptr) *too_deep = false;
   std::size_t at = pos, olen = 0, wire = 1;  // wire: encoded length incl. the root label
   std::size_t after = 0;                      // where the question goes on after a pointer
   unsigned jumps = 0;
@@ -240,7 +241,11 @@ std::size_t next_dns_question(const uint8_t* p, std::size_t n, std::size_t& pos,
     const std::size_t l = p[at];
     if (l == 0) break;
     if ((l & 0xc0) == 0xc0) {  // a pointer: the name continues at its target
-      if (at + 2 > n || ++jumps > kMaxDnsJumps) return 0;
+      if (at + 2 > n) return 0;
+      if (++jumps > kMaxDnsJumps) {
+        if (too_deep != nullptr) *too_deep = true;
+        return 0;
+      }
       if (after == 0) after = at + 2;
       at = (static_cast<std::size_t>(l & 0x3f) << 8) | p[at + 1];
       continue;

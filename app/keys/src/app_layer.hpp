@@ -44,10 +44,13 @@ inline constexpr std::size_t kDnsNameBuf = 256;
 // header and returns QDCOUNT (0: not a query or no question);
 // next_dns_question() writes the next name as dotted text (no trailing dot)
 // and returns its length; 0 when it is malformed or the root, and then
-// *ok says which (false: stop, the rest cannot be read).
-inline constexpr unsigned kMaxDnsJumps = 64;
+// *ok says which (false: stop, the rest cannot be read); *too_deep, when
+// given, says the name needed more than kMaxDnsJumps pointers.
+// 256: what Unbound follows (dnsmasq 255); 64 let a name 65 pointers deep,
+// which dnsmasq answers, through without a key.
+inline constexpr unsigned kMaxDnsJumps = 256;
 unsigned start_dns_questions(const uint8_t* p, std::size_t n) noexcept;
 std::size_t next_dns_question(const uint8_t* p, std::size_t n, std::size_t& pos, uint8_t (&out)[kDnsNameBuf],
-                              bool* ok) noexcept;
+                              bool* ok, bool* too_deep = nullptr) noexcept;
 
 }  // namespace cg::detail

@@ -244,9 +244,13 @@ void app_layer_dns(const uint8_t* pl, std::size_t n, Emitter& em, bool& malforme
       return;
     }
     bool ok = false;
-    const std::size_t len = detail::next_dns_question(pl, n, pos, name, &ok);
+    bool too_deep = false;
+    const std::size_t len = detail::next_dns_question(pl, n, pos, name, &ok, &too_deep);
     if (!ok) {
-      malformed = malformed || q != 0;  // a query with an unreadable first name is just not DNS
+      // A query with an unreadable first name is just not DNS, unless it
+      // reads until its pointers run too deep: a name hidden from us that a
+      // lenient resolver may still follow.
+      malformed = malformed || q != 0 || too_deep;
       return;
     }
     if (len != 0) em.host(name, len);

@@ -14,6 +14,7 @@ constexpr uint8_t kClientKnown = 0x10;
 constexpr uint8_t kClientRev = 0x20;   // the client is the flow's responder
 constexpr uint8_t kTriesShift = 6;     // 2 bits: segments that started no message
 constexpr uint8_t kMaxTries = 3;
+constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
 uint8_t phase(const StreamRef& s) { return s.bits & kPhaseMask; }
 void set_phase(StreamRef s, uint8_t p) { s.bits = static_cast<uint8_t>((s.bits & ~kPhaseMask) | p); }
@@ -252,6 +253,15 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
         if (h.body == HttpBody::kChunked) {
           advance = h.head_end;
           set_phase(s, kChunked);
+        } else if (h.next - h.start > kMaxSkip) {
+          // A body the 32-bit sequence space cannot skip (serial arithmetic
+          // holds to 2^31; the slot's consume() to 2^30): where the next
+          // request starts is not followed, and the connection's inspection
+          // ends as pass (a large upload is not dropped). Taking the length
+          // modulo 2^32 misplaced it: a 2^32 + 41-byte body let the next
+          // request be read 41 bytes in (found by an outside check).
+          finish(s);
+          return Step::kMessages;
         } else {
           advance = static_cast<std::size_t>(h.next);
         }
