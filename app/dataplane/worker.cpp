@@ -158,16 +158,17 @@ bool payload_taken(uint8_t tcp_flags) {
   return (tcp_flags & (flow::kTcpAck | flow::kTcpSyn | flow::kTcpRst)) == flow::kTcpAck;
 }
 
-// A UDP datagram to 443 whose first byte has the long-header bit: what a
-// QUIC flow that is done still looks at (a new connection's Initial on the
-// same ports; inspect_quic). Short-header (1-RTT) packets never have it.
-// A keyed 32-bit tag of a connection ID (a client cannot choose a second
-// DCID whose tag is the first's without the worker's seed).
-uint32_t dcid_tag(uint64_t seed, const uint8_t* dcid, std::size_t len) {
-  const uint64_t h = XXH3_64bits_withSeed(dcid, len, seed);
+// A keyed 32-bit tag of a QUIC version and connection ID, which together
+// give a connection's Initial keys (a client cannot choose a second DCID
+// whose tag is the first's without the worker's seed).
+uint32_t dcid_tag(uint64_t seed, uint32_t version, const uint8_t* dcid, std::size_t len) {
+  const uint64_t h = XXH3_64bits_withSeed(dcid, len, seed ^ version);
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
+// A UDP datagram to 443 whose first byte has the long-header bit: what a
+// QUIC flow that is done still looks at (a new connection's Initial on the
+// same ports; inspect_quic). Short-header (1-RTT) packets never have it.
 bool quic_long(uint8_t proto, uint16_t dport, const uint8_t* payload, uint32_t len) {
   return proto == kProtoUdp && dport == 443 && len != 0 && (payload[0] & 0x80) != 0;
 }
@@ -676,26 +677,39 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
     s.inspect_drop[i] = state == kQuicDropped;
   };
   uint32_t version = 0;
-  // A client Initial in a datagram under 1200 bytes is discarded by its
-  // server (RFC 9000 §14.1: clients pad them to 1200): not read, or a short
-  // one naming a fine host would be judged ahead of the real one.
+  // A client Initial in a datagram under 1200 bytes: clients pad every such
+  // datagram to 1200 (RFC 9000 §14.1), and servers discard a short one that
+  // would open a connection, but not all check those of one under way
+  // (quic-go). Read, a short one naming a fine host was judged ahead of the
+  // real one; passed unread, a short one could carry the rest of a
+  // ClientHello. Dropped, every server sees what the gateway read.
   if (cfg_.quic == QuicMode::kInspect && m.payload_len < 1200) {
-    if (quic::peek_initial(dgram, m.payload_len, &version) == quic::Status::kOk) bump(st.reasm_not_taken);
+    if (quic::peek_initial(dgram, m.payload_len, &version) == quic::Status::kOk) {
+      bump(st.reasm_not_taken);
+      s.inspect_drop[i] = true;
+    }
     return;
   }
+  quic::Decoded d;
+  bool decoded = false;  // d holds the datagram opened under its own DCID's keys
   if (e.inspect == kQuicDone) {
     // Servers tell QUIC connections apart by connection ID, not by the
     // ports: a client Initial that opens under its own DCID's keys, other
-    // than the ones the judged ClientHello came under, starts another
-    // connection on the flow's ports (a new attempt, a client after a
-    // Retry), and is inspected afresh. One whose keys are the judged one's
-    // (the same connection; its DCID switched) is not read again.
+    // than the ones (and the version) the judged ClientHello came under,
+    // starts another connection on the flow's ports (a new attempt, a
+    // client after a Retry), and is inspected afresh; so is one that
+    // carries a ClientHello's first bytes again (a DCID used anew, or a
+    // retransmission: judged again). One of the judged connection after its
+    // DCID switched does not open under its own DCID's keys.
     if (cfg_.quic != QuicMode::kInspect || quic::peek_initial(dgram, m.payload_len, &version) != quic::Status::kOk)
       return;
-    quic::Decoded d;
     quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d);
-    if (d.status != quic::Status::kOk || dcid_tag(dcid_seed_, d.dcid, d.dcid_len) == judged) return;
+    if (d.status != quic::Status::kOk) return;
+    bool restart = dcid_tag(dcid_seed_, d.version, d.dcid, d.dcid_len) != judged;
+    for (unsigned c = 0; c < d.n_chunks; ++c) restart = restart || d.chunk[c].offset == 0;
+    if (!restart) return;
     e.inspect = kQuicInspecting;  // (no slot: stop() gave it back)
+    decoded = true;
   }
   if (cfg_.quic == QuicMode::kBlock) {
     if (quic::peek_initial(dgram, m.payload_len, &version) != quic::Status::kOk) return;
@@ -708,10 +722,20 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   QuicTag tag{};
   if (uint8_t* t = h != 0 ? pool_->tag(h) : nullptr) std::memcpy(&tag, t, sizeof tag);
   const int64_t largest = static_cast<int64_t>(tag.largest_pn_plus1) - 1;
-  quic::Decoded d;
-  quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, tag.has_key ? tag.dcid : nullptr, tag.dcid_len,
-                largest);
+  if (!decoded)
+    quic_->decode(dgram, m.payload_len, s.quic, sizeof s.quic, d, tag.has_key ? tag.dcid : nullptr, tag.dcid_len,
+                  largest);
   bool own_key = !tag.has_key;
+  if (d.status == quic::Status::kOk && tag.has_key && d.undecryptable != 0) {
+    // Coalesced Initials that do not all open under the flow's keys: a
+    // client's share their keys, so one under other keys is another
+    // connection's (its server takes it, and drops the rest) or a forgery.
+    // Fail closed, as below.
+    bump(st.quic_failed);
+    bump(st.reasm_conflicts);
+    stop(kQuicDropped);
+    return;
+  }
   if (d.status == quic::Status::kDecryptFailed && tag.has_key) {
     // Keys of its own DCID (numbered afresh): a new connection on the flow's
     // ports, a client after a Retry (RFC 9001 §5.2), or the Initial the
@@ -754,15 +778,13 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   // The flow's slot from its first Initial on (one of only ACK, PING or
   // PADDING too): it keeps the keys' DCID and the packet numbers.
   if (h == 0 && pool_ != nullptr) h = pool_->begin(0, now);
-  if (uint8_t* t = h != 0 ? pool_->tag(h) : nullptr) {
-    if (own_key) {  // the DCID these keys came from: the datagram's first packet's
-      tag.has_key = 1;
-      tag.dcid_len = d.dcid_len;
-      std::memcpy(tag.dcid, d.dcid, d.dcid_len);
-    }
-    tag.largest_pn_plus1 = static_cast<uint64_t>(d.largest_pn + 1);
-    std::memcpy(t, &tag, sizeof tag);
+  if (own_key) {  // the DCID these keys came from: the datagram's first packet's
+    tag.has_key = 1;
+    tag.dcid_len = d.dcid_len;
+    std::memcpy(tag.dcid, d.dcid, d.dcid_len);
   }
+  tag.largest_pn_plus1 = static_cast<uint64_t>(d.largest_pn + 1);
+  if (uint8_t* t = h != 0 ? pool_->tag(h) : nullptr) std::memcpy(t, &tag, sizeof tag);
   if (d.n_chunks == 0) return;  // only ACK / PING / PADDING
   const reasm::Append a = h != 0 ? quic::feed_crypto(*pool_, h, d, now) : reasm::Append::kBadHandle;
   if (a == reasm::Append::kConflict) {  // two different copies of the ClientHello's bytes
@@ -772,10 +794,11 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   }
   const std::span<const uint8_t> held = h != 0 ? pool_->data(h) : std::span<const uint8_t>{};
   const quic::ClientHello ch = quic::client_hello_complete(held.data(), held.size(), s.tls, sizeof s.tls);
+  // Done: the keys (and version) this connection's ClientHello came under.
+  judged = dcid_tag(dcid_seed_, d.version, tag.dcid, tag.dcid_len);
   if (ch.status == reasm::Frame::kComplete) {
     bump(st.quic_completed);
     classify_meta(frame, m, s.keys[i], ch.record, ch.record_len);
-    judged = dcid_tag(dcid_seed_, tag.dcid, tag.dcid_len);
     stop(kQuicDone);
     return;
   }

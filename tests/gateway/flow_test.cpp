@@ -1182,14 +1182,42 @@ TEST_F(Flows, QuicSecondConnectionsOnTheSamePortsAndShortInitials) {
     EXPECT_EQ(again["quic"]["completed"], 1);
     EXPECT_EQ(again["quic"]["initials"], 1);
   }
-  {  // a short Initial first: not read; the real one is judged
+  {  // a short Initial first: not read (dropped, so that no server reads
+     // what the gateway did not); the real one is judged
     const Bytes shortone = hello("ok.example", a, 0);
     ASSERT_LT(shortone.size(), 14u + 20 + 8 + 1200);
     const Bytes real = hello("blocked.example", a);
     const auto st = replay({shortone, real}, rules);
-    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{real}));
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{shortone, real}));
     EXPECT_EQ(st["reassembly"]["not_taken"], 1);
     EXPECT_EQ(st["quic"]["completed"], 1);
+    // The boundary: a 1199-byte datagram is short, a 1200-byte one is not.
+    const Bytes b1199 = hello("ok.example", b, 1199), b1200 = hello("ok.example", b, 1200);
+    ASSERT_EQ(b1199.size(), 14u + 20 + 8 + 1199);
+    ASSERT_EQ(b1200.size(), 14u + 20 + 8 + 1200);
+    replay({b1199}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{b1199}));
+    const auto ok = replay({b1200}, rules);
+    EXPECT_TRUE(read_pcap(path("drop.pcap")).empty());
+    EXPECT_EQ(ok["quic"]["completed"], 1);
+  }
+  {  // (review) the same DCID used anew after a connection was judged: its
+     // ClientHello's first bytes again are read again
+    const Bytes ok = hello("ok.example", a), again = hello("blocked.example", a);
+    replay({ok, again}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{again}));
+  }
+  {  // (review) coalesced Initials under two keys once the flow has keys: the
+     // server reads the one under the header DCID's keys, the gateway the
+     // other; dropped
+    const Bytes ping = udp(quic::datagram({{.dcid = a, .pn = 0, .frames = quic::ping_frame()}}));
+    const Bytes blocked = quic::client_hello("blocked.example", 600, &rng), fine = quic::client_hello("ok.example", 600, &rng);
+    const Bytes mixed = udp(quic::datagram(
+        {{.dcid = b, .pn = 0, .frames = quic::crypto_frame(0, blocked.data(), blocked.size())},
+         {.dcid = b, .pn = 1, .frames = quic::crypto_frame(0, fine.data(), fine.size()), .key_dcid = a}}));
+    const auto st = replay({ping, mixed}, rules);
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{mixed}));
+    EXPECT_EQ(st["quic"]["completed"], 0);
   }
 }
 

@@ -604,7 +604,8 @@ TEST(ClassifyHttp, AHostLineEndingInSeveralCrsIsTheName) {
 TEST(ClassifyHttp, AFoldedHostNameIsTheName) {
   for (const char* req : {"GET / HTTP/1.1\r\nHost:\r\n blocked.example\r\n\r\n",
                           "GET / HTTP/1.1\r\nHost: \r\n\tblocked.example \r\n\r\n",
-                          "GET / HTTP/1.1\nhost:\n  blocked.example\n\n"}) {
+                          "GET / HTTP/1.1\nhost:\n  blocked.example\n\n",
+                          "GET / HTTP/1.1\r\nHost:\r\n \r\n\t\r\n blocked.example\r\n\r\n"}) {  // blank folds first
     const auto c = classify_frame(http(req));
     EXPECT_TRUE(c.matches("host blocked.example")) << req;
   }

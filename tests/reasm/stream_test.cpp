@@ -147,12 +147,6 @@ TEST(Stream, AChunkedBodyIsWalkedToTheNextRequest) {
   }
 }
 
-// A head whose body length cannot be read (lenient servers serve it) is
-// given whole, split or not. Where a next request would start depends on
-// which length the server believes ("5" and "6": a body of 5 bytes, then a
-// request), so the client's later bytes are dropped: a conflict, not a
-// guess. Before, such a head was taken for "not HTTP" and never given, so a
-// blocked Host behind "Transfer-Encoding: identity" passed.
 // A body longer than the sequence space can skip (over 2^30 bytes) ends the
 // connection's inspection after its head. Its length was taken modulo 2^32:
 // 2^32 + 41 bytes made the stream read the next request 41 bytes in, and a
@@ -178,6 +172,12 @@ TEST(Stream, ABodyTooLongToFollowEndsInspectionAfterItsHead) {
   EXPECT_TRUE(stream_wants(f.ref(), true));
 }
 
+// A head whose body length cannot be read (lenient servers serve it) is
+// given whole, split or not. Where a next request would start depends on
+// which length the server believes ("5" and "6": a body of 5 bytes, then a
+// request), so the client's later bytes are dropped: a conflict, not a
+// guess. Before, such a head was taken for "not HTTP" and never given, so a
+// blocked Host behind "Transfer-Encoding: identity" passed.
 TEST(Stream, AHeadWithAnUnreadableBodyLengthIsGivenAndTheRestDropped) {
   for (const char* framing : {"Transfer-Encoding: identity", "Content-Length: -1", "Content-Length: 5\r\nContent-Length: 6"}) {
     const std::string head = std::string("GET / HTTP/1.1\r\nHost: fine.example\r\n") + framing + "\r\n\r\n";

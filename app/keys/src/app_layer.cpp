@@ -57,17 +57,24 @@ bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::s
       if (e == b) {
         // "Host:" then the name on a folded line (obs-fold, RFC 9112 §5.2):
         // Apache and HAProxy unfold it and route by that name (nginx and
-        // Node refuse it). The first continuation line is the value.
+        // Node refuse it). The first continuation line that is not blank
+        // is the value.
         std::size_t c = next;
-        if (c >= n || !is_blank(p[c])) return false;
-        const uint8_t* cl = find(p + c, n - c, '\n');
-        if (cl == nullptr) return false;
-        std::size_t ce = static_cast<std::size_t>(cl - p);
-        while (c < ce && is_blank(p[c])) ++c;
-        while (ce > c && (is_blank(p[ce - 1]) || p[ce - 1] == '\r')) --ce;
-        if (ce == c) return false;
-        b = c;
-        e = ce;
+        for (;;) {
+          if (c >= n || !is_blank(p[c])) return false;
+          const uint8_t* cl = find(p + c, n - c, '\n');
+          if (cl == nullptr) return false;
+          std::size_t ce = static_cast<std::size_t>(cl - p);
+          const std::size_t after = ce + 1;
+          while (c < ce && is_blank(p[c])) ++c;
+          while (ce > c && (is_blank(p[ce - 1]) || p[ce - 1] == '\r')) --ce;
+          if (ce != c) {
+            b = c;
+            e = ce;
+            break;
+          }
+          c = after;
+        }
       }
       v = p + b;
       vlen = e - b;

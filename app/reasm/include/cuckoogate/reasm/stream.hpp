@@ -85,7 +85,9 @@ bool stream_client_known(const StreamRef& s) noexcept;
 
 // Messages one segment may complete (pipelining); more is kConflict: no
 // client pipelines that many, and each costs its caller a classification.
-inline constexpr unsigned kMaxMessages = 64;
+// 256: a full 1500-byte segment of the smallest requests (~90), or a DNS
+// forwarder's burst of queries, with room to spare.
+inline constexpr unsigned kMaxMessages = 256;
 
 struct StreamCounters {
   uint64_t started = 0;    // messages that needed a slot (more than one segment)
