@@ -155,7 +155,8 @@ class Worker {
   uint16_t pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                        rte_mbuf** pass);
   void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
-  bool from_cache(uint16_t i, uint64_t gen, uint64_t pass_gen);
+  bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen);
+  uint8_t first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) const;
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);
   unsigned confirm_hit(uint16_t i, unsigned k, uint32_t kinds);
   struct MessageSink;
