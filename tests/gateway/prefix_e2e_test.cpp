@@ -127,8 +127,13 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
 
   // Hits: each rule counts its own packet only, once per copy of the five
   // frames; were the covering /8 counted for all three, it would have ~3x.
+  // The counters are read one after another while the replay goes on: each
+  // may have gained one per copy of the five frames that went through in
+  // the meantime (under ASan that was 4-6 copies once, over a fixed margin of 2).
   {
+    const uint64_t rx0 = c.stats().at("rx");
     const auto h = c.ask_multi("hits src");
+    const uint64_t during = (c.stats().at("rx") - rx0) / 5 + 2;
     ASSERT_EQ(h.size(), 3u);
     EXPECT_EQ(h[0].rfind("src 10.0.0.0/8 hits=", 0), 0u) << h[0];
     EXPECT_EQ(h[1].rfind("src 10.1.0.0/16 hits=", 0), 0u) << h[1];
@@ -137,8 +142,8 @@ TEST(PrefixRuntime, NestedAndExactCountTheirOwnHitsAndAddDelTakeEffectAtOnce) {
     for (const auto& l : h) n.push_back(std::stoull(l.substr(l.find("hits=") + 5)));
     EXPECT_GE(n[0], 150u);
     for (uint64_t v : n) {
-      EXPECT_LE(v, n[0] + 2) << h[0] << " / " << h[1] << " / " << h[2];
-      EXPECT_GE(v + 2, n[0]) << h[0] << " / " << h[1] << " / " << h[2];
+      EXPECT_LE(v, n[0] + during) << h[0] << " / " << h[1] << " / " << h[2];
+      EXPECT_GE(v + during, n[0]) << h[0] << " / " << h[1] << " / " << h[2];
     }
   }
   EXPECT_EQ(c.ask_multi("list src"), (std::vector<std::string>{"src 10.0.0.0/8", "src 10.1.0.0/16", "src 10.1.2.3"}));

@@ -56,7 +56,10 @@ TlsClientHello detect_tls_client_hello(const uint8_t* p, std::size_t n, uint8_t*
 
 // ---- HTTP/1.x request head ----------------------------------------------
 
-inline constexpr std::size_t kHttpMaxHead = 8192;  // default; nginx's large header buffer
+// Default: 16 KiB, what a slot holds (Node's whole-head limit). nginx takes
+// up to 4 x 8 KiB of header lines, so a longer head still overflows (an
+// outside check had nginx serve a 9.1 KB head past the 8 KiB this was).
+inline constexpr std::size_t kHttpMaxHead = 16384;
 
 enum class HttpBody : uint8_t {
   kNone,     // no body: the next request starts at head_end
