@@ -122,6 +122,21 @@ class SyncTest : public ::testing::Test {
                         << "\"\noffline_writes = \"queue\"\nsnapshot_interval = 0\n";
     return path;
   }
+  // While Redis is down: `g` queues an add of each rule, then dies (SIGKILL)
+  // before Redis is back up. *head: the outbox head its journal then holds
+  // (the first queued write's token). Use under ASSERT_NO_FATAL_FAILURE.
+  void queue_then_crash(std::unique_ptr<Gw>& g, const std::vector<std::string>& rules, std::string* head) {
+    redis_->stop();
+    ASSERT_TRUE(eventually([&] { return stats(g->ctl()).at("sync.connected") == "false"; }));
+    EXPECT_EQ(stats(g->ctl()).at("sync.outbox_head"), "-");
+    for (const std::string& r : rules) ASSERT_EQ(g->ctl().ask("add " + r), "OK added");
+    *head = stats(g->ctl()).at("sync.outbox_head");
+    ASSERT_NE(*head, "-");
+    g->proc().signal(SIGKILL);
+    g->proc().wait(10s);
+    g.reset();
+    redis_->start();
+  }
   std::string dir_;
   std::unique_ptr<RedisServer> redis_;
 };
@@ -467,18 +482,8 @@ TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
   auto a = Gw::run("xa", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a->up()) << a->err();
   ASSERT_EQ(a->ctl().ask("add " + rule_n(0)), "OK added");
-  redis_->stop();
-  ASSERT_TRUE(eventually([&] { return stats(a->ctl()).at("sync.connected") == "false"; }));
-  const std::string head = stats(a->ctl()).at("sync.outbox_head");
-  EXPECT_EQ(head, "-");
-  ASSERT_EQ(a->ctl().ask("add " + rule_n(1)), "OK added");
-  ASSERT_EQ(a->ctl().ask("add " + rule_n(2)), "OK added");
-  const std::string first = stats(a->ctl()).at("sync.outbox_head");
-  ASSERT_NE(first, "-");
-  a->proc().signal(SIGKILL);
-  a->proc().wait(10s);
-  a.reset();
-  redis_->start();
+  std::string first;
+  ASSERT_NO_FATAL_FAILURE(queue_then_crash(a, {rule_n(1), rule_n(2)}, &first));
   redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", rule_n(1), "origin", "xa", "outbox", first});
   auto a2 = Gw::run("xa", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a2->up()) << a2->err();
@@ -497,15 +502,8 @@ TEST_F(SyncTest, AQueuedEntryAlreadyInTheStreamIsNotAppendedAgain) {
 TEST_F(SyncTest, AnEntryWithOurOutboxTokenButAnotherRuleIsNotTakenAsOurs) {
   auto a = Gw::run("ya", redis_->url(), dir_ + "/state-a", queue_config());
   ASSERT_TRUE(a->up()) << a->err();
-  redis_->stop();
-  ASSERT_TRUE(eventually([&] { return stats(a->ctl()).at("sync.connected") == "false"; }));
-  ASSERT_EQ(a->ctl().ask("add " + rule_n(1)), "OK added");
-  const std::string token = stats(a->ctl()).at("sync.outbox_head");
-  ASSERT_NE(token, "-");
-  a->proc().signal(SIGKILL);
-  a->proc().wait(10s);
-  a.reset();
-  redis_->start();
+  std::string token;
+  ASSERT_NO_FATAL_FAILURE(queue_then_crash(a, {rule_n(1)}, &token));
   redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host impostor.example", "origin", "ya",
                "outbox", token});
   auto a2 = Gw::run("ya", redis_->url(), dir_ + "/state-a", queue_config());
