@@ -186,6 +186,17 @@ int run_gateway(const RunOptions& o) {
         if (rc != 0) break;
       }
     }
+    // Before the control socket appears (a supervisor or a test takes it for
+    // "up" and may stop the gateway at once; the first connection to Redis
+    // can take a while): a stop signal then ends the start cleanly instead
+    // of by the default action, which left the socket and EAL's runtime
+    // directory behind (a sync test caught a SIGTERM in that window). A
+    // closed terminal (or a 'reload' out of habit: there is none) stops the
+    // gateway cleanly too; started under nohup (SIGHUP ignored), it stays
+    // ignored. A signal before start() stops the engine right after it.
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    if (std::signal(SIGHUP, on_stop_signal) == SIG_IGN) std::signal(SIGHUP, SIG_IGN);
     std::unique_ptr<CommandHandler> handler;  // outlives the server that calls it
     std::unique_ptr<ControlServer> server;
     std::unique_ptr<BlocklistSync> shared;    // [sync]: destroyed before the server
@@ -219,13 +230,6 @@ int run_gateway(const RunOptions& o) {
           engine.add_link(q % workers, {b, q, a, q});
         }
       }
-      std::signal(SIGINT, on_stop_signal);
-      std::signal(SIGTERM, on_stop_signal);
-      // A closed terminal (or a 'reload' out of habit: there is none) stops
-      // the gateway cleanly, not by the default action, which left the
-      // control socket and EAL's runtime directory behind. Started under
-      // nohup (SIGHUP ignored), it stays ignored.
-      if (std::signal(SIGHUP, on_stop_signal) == SIG_IGN) std::signal(SIGHUP, SIG_IGN);
       if (!engine.start(&err)) {
         rc = fail(1, err);
       } else {
