@@ -69,7 +69,8 @@ Verdicts detect(const uint8_t* p, std::size_t n, uint8_t* scratch) {
   if (v.chunked == Frame::kComplete) check(v.chunked_end <= n - v.http.head_end);
   v.dns = detect_dns_tcp(p, n);
   if (v.dns.status == Frame::kComplete)
-    check(v.dns.message == p + 2 && v.dns.next == v.dns.message_len + 2 && v.dns.next <= n);
+    check(v.dns.message == p + 2 && v.dns.next == v.dns.message_len + 2 && v.dns.next <= n &&
+          v.dns.skip == (v.dns.message_len < kDnsHeader));
   return v;
 }
 

@@ -614,6 +614,34 @@ TEST(ClassifyHttp, AFoldedHostNameIsTheName) {
   EXPECT_EQ(classify_frame(http("GET / HTTP/1.1\r\nHost:\r\n blocked.exa")).count(RuleKind::kHost), 0u);
 }
 
+// Python's http.server splits header lines at a bare CR too (its email
+// parser): a Host line behind one is the Host it routes by (an outside check
+// had it serve blocked.example through the gateway). The line as nginx
+// reads it is still judged; with no bare CR nothing changes.
+TEST(ClassifyHttp, AHostLineBehindABareCrIsJudgedToo) {
+  const auto a = classify_frame(http("GET /secret HTTP/1.1\r\nX-A: 1\rHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(a.matches("host blocked.example"));
+  EXPECT_TRUE(a.matches("url blocked.example/secret"));
+  const auto b =
+      classify_frame(http("GET /secret HTTP/1.1\r\nX-A: 1\rHost: blocked.example\r\nHost: ok.example\r\n\r\n"));
+  EXPECT_TRUE(b.matches("host blocked.example"));
+  EXPECT_TRUE(b.matches("url blocked.example/secret"));
+  EXPECT_TRUE(b.matches("host ok.example"));
+  EXPECT_TRUE(b.matches("url ok.example/secret"));
+  // An absolute-form target names the host; the Host line behind the bare
+  // CR is looked up as another Host header.
+  const auto c = classify_frame(
+      http("GET http://ok.example/x HTTP/1.1\r\nX-A: 1\rHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(c.matches("host ok.example"));
+  EXPECT_TRUE(c.matches("host blocked.example"));
+  // A bare CR that makes an empty line ends Python's header block there.
+  EXPECT_FALSE(classify_frame(http("GET / HTTP/1.1\r\nX-A: 1\r\rHost: blocked.example\r\n\r\n"))
+                   .matches("host blocked.example"));
+  // No bare CR: one Host, one host key per label, as before.
+  const auto d = classify_frame(http("GET / HTTP/1.1\r\nHost: one.example\r\nX: 1\r\n\r\n"));
+  EXPECT_EQ(d.count(RuleKind::kHost), 2u);  // one.example, example
+}
+
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
   for (const char* p :
        {"GETX / HTTP/1.1\r\nHost: a.example\r\n\r\n",       // any token is a method
@@ -623,6 +651,8 @@ TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
         "GET / HTTP/1.1\nHost: a.example\n\n",                   // bare LF line ends
         "\r\n\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",   // leading empty lines
         "\nGET / HTTP/1.0\nHost: a.example\n\n",
+        "\rGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",        // lone CRs first: nginx and Node skip
+        "\r\r\n\rGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",  // each CR or LF on its own
         "GET / HTTP/1.01\r\nHost: a.example\r\n\r\n",        // nginx: minor versions of 1 to 3 digits
         "GET / HTTP/1.10\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.999\r\nHost: a.example\r\n\r\n",
         "GET / HTTP/1.0001\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.000000999\r\nHost: a.example\r\n\r\n"}) {
@@ -662,7 +692,7 @@ TEST(ClassifyHttp, LookAlikesAreNotHttp) {
        {"HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/2.0\r\nHost: a.example\r\n\r\n",
         "GET / HTTP/1.1", " GET / HTTP/1.1\r\n\r\n", "GET / x HTTP/1.1\r\nHost: a.example\r\n\r\n",
         "GET /\r\nHost: a.example\r\n\r\n", "GET /HTTP/1.1\r\nHost: a.example\r\n\r\n",
-        "G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "\r\r\nGET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        "G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "\r\r\n\x01GET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
         "GET / HTTP/1.\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.1000\r\nHost: a.example\r\n\r\n",
         "GET / HTTP/11.1\r\nHost: a.example\r\n\r\n", "GET / xHTTP/1.1\r\nHost: a.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
@@ -745,6 +775,13 @@ TEST(ClassifyHost, TlsClientHelloSniOnAnyPort) {
   const Bytes hello = test::tls_client_hello("behind.example");
   behind.insert(behind.end(), hello.begin(), hello.end());
   EXPECT_TRUE(classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 443).payload(behind).frame())
+                  .matches("host behind.example"));
+  // So are 2-byte alert records (Go drops warning alerts before a
+  // ClientHello), and record versions below 0x1000 other than 3.x.
+  Bytes alerted = {21, 3, 1, 0, 2, 1, 0x70, 21, 0, 0, 0, 2, 1, 0};
+  alerted.insert(alerted.end(), hello.begin(), hello.end());
+  alerted[14 + 1] = 0x02;
+  EXPECT_TRUE(classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(1, 443).payload(alerted).frame())
                   .matches("host behind.example"));
 }
 

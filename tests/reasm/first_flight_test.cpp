@@ -167,17 +167,56 @@ TEST(ReasmTls, NotTlsOrMalformedIsInvalid) {
   Bytes scratch;
   const Bytes get = {'G', 'E', 'T', ' '};
   EXPECT_EQ(tls(get, 1, scratch).status, Frame::kInvalid);  // on the first byte
-  const Bytes sslv2 = {22, 2, 0, 0, 5};
-  EXPECT_EQ(tls(sslv2, 2, scratch).status, Frame::kInvalid);
+  const Bytes not_a_version = {22, 0x10, 0, 0, 5};  // Go takes a first record's version below 0x1000 only
+  EXPECT_EQ(tls(not_a_version, 2, scratch).status, Frame::kInvalid);
   const Bytes huge_record = {22, 3, 1, 0x40, 0x01, 1};
   EXPECT_EQ(tls(huge_record, 6, scratch).status, Frame::kInvalid);
   const Bytes server_hello = {22, 3, 3, 0, 4, 2, 0, 0, 0};
   EXPECT_EQ(tls(server_hello, server_hello.size(), scratch).status, Frame::kInvalid);
-  // An alert record between two parts of the ClientHello.
+  // A ChangeCipherSpec record between two parts of the ClientHello; an
+  // alert record whose length is not an alert's (2) before it.
   const Bytes hs = client_hello("x.example");
   Bytes stream = two_records(hs, 100);
-  stream[5 + 100] = 21;
+  stream[5 + 100] = 20;
   EXPECT_EQ(tls(stream, stream.size(), scratch).status, Frame::kInvalid);
+  const Bytes long_alert = {21, 3, 1, 0, 3, 1, 0x70, 0};
+  EXPECT_EQ(tls(long_alert, long_alert.size(), scratch).status, Frame::kInvalid);
+}
+
+// What Go's crypto/tls takes before a ClientHello (an outside check had a Go
+// server serve the SNI behind each of these while the gateway let it pass as
+// "not TLS"): 2-byte alert records before the message or between its
+// records (warning alerts are dropped until the version is agreed), and
+// record versions other than 3.x below 0x1000.
+TEST(ReasmTls, AlertRecordsAndOddRecordVersionsBeforeTheClientHelloAreSkipped) {
+  const Bytes hs = client_hello("www.blocked.example");
+  const Bytes alert = {21, 3, 1, 0, 2, 1, 0x70};  // warning, no_renegotiation
+  Bytes scratch;
+  for (const int where : {0, 1, 2}) {  // before, between the two records, three before
+    SCOPED_TRACE(where);
+    Bytes stream = two_records(hs, 100);
+    if (where == 1) {
+      stream.insert(stream.begin() + 5 + 100, alert.begin(), alert.end());
+    } else {
+      for (int k = 0; k < (where == 0 ? 1 : 3); ++k) stream.insert(stream.begin(), alert.begin(), alert.end());
+    }
+    const TlsClientHello r = tls(stream, stream.size(), scratch);
+    ASSERT_EQ(r.status, Frame::kComplete);
+    EXPECT_EQ(sni_of(r.handshake, r.handshake_len), "www.blocked.example");
+    EXPECT_EQ(r.consumed, stream.size());
+    for (std::size_t n = 1; n < stream.size(); n += 37)
+      ASSERT_EQ(tls(stream, n, scratch).status, Frame::kNeedMore) << n;
+  }
+  for (const uint8_t major : {0, 2, 0x0f}) {
+    SCOPED_TRACE(int{major});
+    Bytes stream = two_records(hs, 100);
+    stream[1] = major;
+    stream[5 + 100 + 1] = major;
+    const TlsClientHello r = tls(stream, stream.size(), scratch);
+    ASSERT_EQ(r.status, Frame::kComplete);
+    EXPECT_EQ(sni_of(r.handshake, r.handshake_len), "www.blocked.example");
+    EXPECT_EQ(r.record[1], major);  // the synthesised record keeps the first one's version
+  }
 }
 
 // ---- HTTP ---------------------------------------------------------------
@@ -211,7 +250,22 @@ TEST(ReasmHttp, LeadingEmptyLinesAreSkipped) {
   EXPECT_EQ(h.start, 3u);
   EXPECT_EQ(http("\r\n\r").status, Frame::kNeedMore);
   EXPECT_EQ(http("\r\nX").status, Frame::kNeedMore);
-  EXPECT_EQ(http("\rX").status, Frame::kInvalid);
+  EXPECT_EQ(http("\r\n\r\n\x01").status, Frame::kInvalid);
+}
+
+// nginx and Node skip every CR and LF before the request line on its own, a
+// lone CR too; taking one for "not HTTP" ended inspection, and nginx served
+// the request behind it (an outside check).
+TEST(ReasmHttp, LoneCrsBeforeTheRequestLineAreSkipped) {
+  for (const std::string lead : {"\r", "\r\r\n\r", "\n\r\r"}) {
+    const std::string s = lead + "GET /secret HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
+    const HttpHead h = http(s);
+    ASSERT_EQ(h.status, Frame::kComplete) << s;
+    EXPECT_EQ(h.start, lead.size());
+    EXPECT_EQ(h.head_end, s.size());
+    for (std::size_t n = 0; n < s.size(); ++n) ASSERT_EQ(http(s, n).status, Frame::kNeedMore) << n;
+  }
+  EXPECT_EQ(http("\rX").status, Frame::kNeedMore);
 }
 
 TEST(ReasmHttp, AnyMethodTokenButNotBinary) {
@@ -361,10 +415,25 @@ TEST(ReasmDns, QueryCutAtEveryByte) {
   EXPECT_EQ(m.next, q.size());
 }
 
-TEST(ReasmDns, ShortLengthIsInvalid) {
+// A message shorter than a DNS header is framed and marked to skip:
+// dnsmasq reads it, ignores it and answers the query behind it, which an
+// outside check had pass when this was "not DNS".
+TEST(ReasmDns, MessagesShorterThanAHeaderAreSkipped) {
   const Bytes q = {0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-  EXPECT_EQ(detect_dns_tcp(q.data(), q.size()).status, Frame::kInvalid);
-  EXPECT_EQ(detect_dns_tcp(q.data(), 2).status, Frame::kInvalid);
+  for (std::size_t n = 0; n < q.size(); ++n) ASSERT_EQ(detect_dns_tcp(q.data(), n).status, Frame::kNeedMore) << n;
+  const DnsMessage m = detect_dns_tcp(q.data(), q.size());
+  ASSERT_EQ(m.status, Frame::kComplete);
+  EXPECT_TRUE(m.skip);
+  EXPECT_EQ(m.next, q.size());
+  const Bytes empty = {0, 0, 0, 1};
+  const DnsMessage e = detect_dns_tcp(empty.data(), empty.size());
+  ASSERT_EQ(e.status, Frame::kComplete);
+  EXPECT_TRUE(e.skip);
+  EXPECT_EQ(e.next, 2u);
+  const Bytes header = {0, 12, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const DnsMessage h = detect_dns_tcp(header.data(), header.size());
+  ASSERT_EQ(h.status, Frame::kComplete);
+  EXPECT_FALSE(h.skip);
 }
 
 TEST(ReasmDns, QueriesBackToBackCutAtEveryByte) {

@@ -394,6 +394,57 @@ TEST(Stream, DnsOverTcpQueriesSplitAnywhere) {
   }
 }
 
+// What servers skip must not end inspection (each was a bypass an outside
+// check confirmed against a real server): a DNS message shorter than a
+// header (dnsmasq ignores it and answers the next), a lone CR before a
+// request line (nginx, Node), a warning alert before a ClientHello (Go).
+TEST(Stream, WhatServersSkipBeforeAMessageDoesNotEndInspection) {
+  {
+    Bytes wire = {0, 1, 0};
+    append(wire, dns_query("www.blocked.example", 2));
+    const Bytes q = dns_query("www.blocked.example", 2);
+    const std::string s(wire.begin(), wire.end());
+    for (std::size_t cut : {std::size_t{1}, std::size_t{3}, std::size_t{4}, s.size()}) {
+      SCOPED_TRACE(cut);
+      Harness h;
+      Flow f = opened();
+      h.client(f, s, 0, cut, true, 40000, 53);
+      if (cut < s.size()) h.client(f, s, cut, s.size() - cut, true, 40000, 53);
+      EXPECT_EQ(h.got, (std::vector<std::string>{std::string(q.begin(), q.end())}));
+      EXPECT_TRUE(stream_wants(f.ref(), true));  // still reading the connection's queries
+    }
+  }
+  for (const std::string& s : {"\r" + kBlocked, kGet + "\r" + kBlocked, kGet + "\r\r\n\r" + kBlocked}) {
+    Harness h;
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kMessages);
+    ASSERT_FALSE(h.got.empty());
+    EXPECT_EQ(h.got.back(), kBlocked);
+  }
+  {
+    Bytes wire = {21, 3, 1, 0, 2, 1, 0x70};
+    const Bytes hs = client_hello("www.blocked.example");
+    append(wire, two_records(hs, 300));
+    const std::string s(wire.begin(), wire.end());
+    for (std::size_t cut : {std::size_t{4}, std::size_t{7}, std::size_t{200}, s.size()}) {
+      SCOPED_TRACE(cut);
+      Harness h;
+      Flow f = opened();
+      h.client(f, s, 0, cut, true, 40000, 443);
+      if (cut < s.size()) h.client(f, s, cut, s.size() - cut, true, 40000, 443);
+      ASSERT_EQ(h.got.size(), 1u);
+      EXPECT_EQ(h.got[0].substr(5), std::string(hs.begin(), hs.end()));
+    }
+    // Picked up mid-stream, the alert does not hide who the client is.
+    Harness h;
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, true);
+    Segment seg{999, wire.data(), static_cast<uint32_t>(wire.size()), false, 50001, 50000};
+    EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
+    EXPECT_TRUE(stream_client_known(f.ref()));
+  }
+}
+
 TEST(Stream, NoFreeSlotIsAnOverflow) {
   Harness h({.slots = 1, .slot_bytes = 4096, .max_pending = 4});
   Flow a = opened(), b = opened();

@@ -35,17 +35,39 @@ const uint8_t* find(const uint8_t* p, std::size_t n, uint8_t c) noexcept {
   return static_cast<const uint8_t*>(std::memchr(p, c, n));
 }
 
-// Finds the first Host header in the header block starting at p. Lines end
-// with LF (an optional CR before it is dropped); the block ends at an empty
-// line. A line without its terminator (cut by the segment end) is ignored.
-bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::size_t& vlen) noexcept {
+// The header line starting at pos: *end where its text ends, *next where
+// the next line starts; false if it has no terminator yet (cut by the
+// segment's end). A line ends at LF, a CR just before it dropped (nginx,
+// Node); with bare_cr also at a CR alone (CR LF is one terminator), as
+// Python's http.server reads header lines (its email parser splits at CR,
+// LF and CRLF).
+bool header_line(const uint8_t* p, std::size_t n, std::size_t pos, bool bare_cr, std::size_t* end,
+                 std::size_t* next) noexcept {
+  const uint8_t* nl = find(p + pos, n - pos, '\n');
+  if (bare_cr) {
+    const uint8_t* cr = find(p + pos, static_cast<std::size_t>((nl != nullptr ? nl : p + n) - (p + pos)), '\r');
+    if (cr != nullptr && cr + 1 != nl) {
+      if (cr + 1 == p + n) return false;  // a CR LF may be cut here
+      *end = static_cast<std::size_t>(cr - p);
+      *next = *end + 1;
+      return true;
+    }
+  }
+  if (nl == nullptr) return false;
+  *end = static_cast<std::size_t>(nl - p);
+  *next = *end + 1;
+  if (*end > pos && p[*end - 1] == '\r') --*end;
+  return true;
+}
+
+// Finds the first Host header in the header block starting at p, lines
+// split as header_line() does; the block ends at an empty line. A line
+// without its terminator (cut by the segment end) is ignored.
+bool find_host_header(const uint8_t* p, std::size_t n, bool bare_cr, const uint8_t*& v, std::size_t& vlen) noexcept {
   std::size_t pos = 0;
   while (pos < n) {
-    const uint8_t* nl = find(p + pos, n - pos, '\n');
-    if (nl == nullptr) return false;
-    std::size_t end = static_cast<std::size_t>(nl - p);
-    const std::size_t next = end + 1;
-    if (end > pos && p[end - 1] == '\r') --end;
+    std::size_t end = 0, next = 0;
+    if (!header_line(p, n, pos, bare_cr, &end, &next)) return false;
     if (end == pos) return false;  // end of the header block
     if (iequals_prefix(p + pos, end - pos, "host:")) {
       std::size_t b = pos + 5;
@@ -62,10 +84,8 @@ bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::s
         std::size_t c = next;
         for (;;) {
           if (c >= n || !is_blank(p[c])) return false;
-          const uint8_t* cl = find(p + c, n - c, '\n');
-          if (cl == nullptr) return false;
-          std::size_t ce = static_cast<std::size_t>(cl - p);
-          const std::size_t after = ce + 1;
+          std::size_t ce = 0, after = 0;
+          if (!header_line(p, n, c, bare_cr, &ce, &after)) return false;
           while (c < ce && is_blank(p[c])) ++c;
           while (ce > c && (is_blank(p[ce - 1]) || p[ce - 1] == '\r')) --ce;
           if (ce != c) {
@@ -85,16 +105,45 @@ bool find_host_header(const uint8_t* p, std::size_t n, const uint8_t*& v, std::s
   return false;
 }
 
+// True if the header block starting at p holds a CR not followed by LF
+// before its end (an empty line, split at LF): only then may Python's
+// reading of the lines find another Host than nginx's.
+bool has_bare_cr(const uint8_t* p, std::size_t n) noexcept {
+  for (const uint8_t* cr = find(p, n, '\r'); cr != nullptr; cr = find(cr + 1, n - (cr + 1 - p), '\r')) {
+    if (cr + 1 == p + n) return false;
+    if (cr[1] != '\n') return true;
+    // CR LF: an empty line (the block's end) if the line began here.
+    if (cr == p || cr[-1] == '\n') return false;
+  }
+  return false;
+}
+
+// The Host header(s) of the header block at p into *v/*vlen and, when a
+// bare CR makes Python's reading find another first Host line, that one
+// into *alt/*alt_len (else left nullptr).
+void host_headers(const uint8_t* p, std::size_t n, const uint8_t*& v, std::size_t& vlen, const uint8_t*& alt,
+                  std::size_t& alt_len) noexcept {
+  find_host_header(p, n, /*bare_cr=*/false, v, vlen);
+  if (!has_bare_cr(p, n)) return;
+  const uint8_t* a = nullptr;
+  std::size_t al = 0;
+  if (find_host_header(p, n, /*bare_cr=*/true, a, al) && !(a == v && al == vlen)) {
+    alt = a;
+    alt_len = al;
+  }
+}
+
 }  // namespace
 
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
   req = HttpRequest{};
   // As lenient as the servers behind us (RFC 9112 §2.2 and what nginx and
-  // Node accept): empty lines before the request line are skipped, the
-  // method is any token, the three parts are separated by runs of spaces or
-  // tabs, and the line may end in a bare LF.
+  // Node accept): CR and LF bytes before the request line are skipped (each
+  // on its own, a lone CR too, as nginx and Node skip them), the method is
+  // any token, the three parts are separated by runs of spaces or tabs, and
+  // the line may end in a bare LF.
   std::size_t s = 0;
-  while (s < n && (p[s] == '\n' || (p[s] == '\r' && s + 1 < n && p[s + 1] == '\n'))) s += p[s] == '\r' ? 2 : 1;
+  while (s < n && (p[s] == '\n' || p[s] == '\r')) ++s;
   p += s;
   n -= s;
   std::size_t mlen = 0;
@@ -136,7 +185,8 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.has_url = true;
     req.path = target;
     req.path_len = tend;
-    find_host_header(p + lf + 1, n - lf - 1, req.authority, req.authority_len);
+    req.authority_from_host = true;
+    host_headers(p + lf + 1, n - lf - 1, req.authority, req.authority_len, req.alt_host, req.alt_host_len);
     return true;
   }
   // absolute-form: any scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
@@ -164,26 +214,36 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.path_len = tend - a1;
     // RFC 9112 §3.2.2: the target's authority wins, but servers that route
     // by the Host header (Node, Express) take that: both are looked up.
-    find_host_header(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len);
+    host_headers(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len, req.alt_host, req.alt_host_len);
     return true;
   }
   if (mlen == 7 && std::memcmp(p, "CONNECT", 7) == 0) {  // authority-form
     req.authority = target;
     req.authority_len = tend;
-    find_host_header(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len);
+    host_headers(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len, req.alt_host, req.alt_host_len);
     return true;
   }
   // asterisk-form and anything else: no url, host from the Host header
-  find_host_header(p + lf + 1, n - lf - 1, req.authority, req.authority_len);
+  req.authority_from_host = true;
+  host_headers(p + lf + 1, n - lf - 1, req.authority, req.authority_len, req.alt_host, req.alt_host_len);
   return true;
 }
 
 bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
                    std::size_t& name_len) noexcept {
-  // Empty handshake records first: OpenSSL skips them (docs/reassembly.md).
-  while (n >= 5 && p[0] == 22 && p[1] == 3 && rd16(p + 3) == 0) {
-    p += 5;
-    n -= 5;
+  // Empty handshake records first (OpenSSL skips them), and 2-byte alert
+  // records (Go's crypto/tls drops warning alerts before the handshake), of
+  // any version below 0x1000, as Go takes (docs/reassembly.md).
+  for (;;) {
+    if (n >= 5 && p[0] == 22 && p[1] < 0x10 && rd16(p + 3) == 0) {
+      p += 5;
+      n -= 5;
+    } else if (n >= 7 && p[0] == 21 && p[1] < 0x10 && rd16(p + 3) == 2) {
+      p += 7;
+      n -= 7;
+    } else {
+      break;
+    }
   }
   if (n < 9 || p[0] != 22 || p[5] != 1) return false;
   std::size_t end = 5 + static_cast<std::size_t>(rd16(p + 3));

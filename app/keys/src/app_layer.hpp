@@ -23,6 +23,14 @@ struct HttpRequest {
   // when there is none), since some servers route by it whatever the target.
   const uint8_t* host_header = nullptr;
   std::size_t host_header_len = 0;
+  // The first Host header as Python's http.server reads the lines (a bare CR
+  // ends one too), when a bare CR makes it another than the one above
+  // (nullptr otherwise): servers disagree, so both are judged.
+  const uint8_t* alt_host = nullptr;
+  std::size_t alt_host_len = 0;
+  // origin-form and asterisk-form: the authority is the Host header's (so an
+  // alt_host is another authority, url included).
+  bool authority_from_host = false;
 };
 
 // True when the payload begins with an HTTP/1.x request line as lenient
@@ -31,7 +39,8 @@ struct HttpRequest {
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept;
 
 // SNI host_name of a TLS ClientHello beginning the payload (record type 22,
-// handshake type 1); false when absent or cut.
+// handshake type 1), after any empty handshake records and 2-byte alert
+// records; false when absent or cut.
 bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,
                    std::size_t& name_len) noexcept;
 

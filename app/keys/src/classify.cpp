@@ -180,8 +180,34 @@ class Emitter {
   std::size_t used_ = 0;
 };
 
+// The keys of one reading of an HTTP request whose authority is known: its
+// host (and url), and the other Host lines servers may route by.
+void http_request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
+  detail::AuthorityParts a;
+  // A port that is no port (":abc", ":99999"): no url, but nginx still
+  // serves the name before the ':', so its host keys are looked up.
+  const bool whole = detail::split_authority(req.authority, req.authority_len, a);
+  if (whole && req.has_url) em.url(req, a);
+  if (a.host_len != 0) em.host(req.authority, a.host_len);
+  // A Host header naming another host than the target (absolute-form or
+  // CONNECT): servers routing by Host serve that one, so it is judged too,
+  // whatever the target's port. So is a Host line that only Python's
+  // reading of the lines finds.
+  auto other_host = [&](const uint8_t* v, std::size_t len) {
+    if (v == nullptr) return;
+    detail::AuthorityParts h;
+    detail::split_authority(v, len, h);  // a bad port: the name still counts
+    auto lower = [](uint8_t c) { return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c | 0x20) : c; };
+    bool same = h.host_len == a.host_len;
+    for (std::size_t i = 0; same && i < h.host_len; ++i) same = lower(v[i]) == lower(req.authority[i]);
+    if (h.host_len != 0 && !same) em.host(v, h.host_len);
+  };
+  other_host(req.host_header, req.host_header_len);
+  if (!req.authority_from_host) other_host(req.alt_host, req.alt_host_len);
+}
+
 void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
-  if (pl[0] == 22) {
+  if (pl[0] == 22 || pl[0] == 21) {  // a handshake record, or an alert before it (parse_tls_sni)
     const uint8_t* name = nullptr;
     std::size_t nlen = 0;
     if (detail::parse_tls_sni(pl, n, name, nlen)) {
@@ -191,23 +217,17 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
     return;
   }
   detail::HttpRequest req;
-  if (!detail::parse_http_request(pl, n, req) || req.authority == nullptr) return;
-  detail::AuthorityParts a;
-  // A port that is no port (":abc", ":99999"): no url, but nginx still
-  // serves the name before the ':', so its host keys are looked up.
-  const bool whole = detail::split_authority(req.authority, req.authority_len, a);
-  if (whole && req.has_url) em.url(req, a);
-  if (a.host_len != 0) em.host(req.authority, a.host_len);
-  // A Host header naming another host than the target (absolute-form or
-  // CONNECT): servers routing by Host serve that one, so it is judged too,
-  // whatever the target's port.
-  if (req.host_header != nullptr) {
-    detail::AuthorityParts h;
-    detail::split_authority(req.host_header, req.host_header_len, h);  // a bad port: the name still counts
-    auto lower = [](uint8_t c) { return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c | 0x20) : c; };
-    bool same = h.host_len == a.host_len;
-    for (std::size_t i = 0; same && i < h.host_len; ++i) same = lower(req.host_header[i]) == lower(req.authority[i]);
-    if (h.host_len != 0 && !same) em.host(req.host_header, h.host_len);
+  if (!detail::parse_http_request(pl, n, req)) return;
+  if (req.authority != nullptr) http_request_keys(req, em);
+  // Python's reading of the header lines (a bare CR ends one) found another
+  // first Host line: where the host comes from the Host header, that
+  // request is judged too, url included.
+  if (req.alt_host != nullptr && req.authority_from_host) {
+    detail::HttpRequest alt = req;
+    alt.authority = req.alt_host;
+    alt.authority_len = req.alt_host_len;
+    alt.alt_host = nullptr;
+    http_request_keys(alt, em);
   }
 }
 

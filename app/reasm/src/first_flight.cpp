@@ -10,6 +10,7 @@ namespace cg::reasm {
 namespace {
 
 constexpr uint8_t kTlsHandshakeRecord = 22;
+constexpr uint8_t kTlsAlertRecord = 21;
 constexpr uint8_t kTlsClientHello = 1;
 
 // RFC 9110 §5.6.2 tchar.
@@ -54,16 +55,32 @@ TlsClientHello detect_tls_client_hello(const uint8_t* p, std::size_t n, uint8_t*
   std::size_t got = 0;    // handshake bytes collected (header included)
   std::size_t total = 0;  // 4 + its length, once the 4-byte header is known
   uint8_t version[2] = {3, 1};
+  bool have_version = false;
   for (std::size_t off = 0;; ) {
     // Check what has arrived of the record header, so that a non-TLS stream
     // is recognised on its first byte.
     if (off >= n) return r;
-    if (p[off] != kTlsHandshakeRecord) return r.status = Frame::kInvalid, r;
-    if (off + 1 < n && p[off + 1] != 3) return r.status = Frame::kInvalid, r;
+    const uint8_t type = p[off];
+    if (type != kTlsHandshakeRecord && type != kTlsAlertRecord) return r.status = Frame::kInvalid, r;
+    if (off + 1 < n && !tls_record_major(p[off + 1])) return r.status = Frame::kInvalid, r;
     if (n - off < kTlsRecordHeader) return r;
     const std::size_t rlen = std::size_t{p[off + 3]} << 8 | p[off + 4];
     if (rlen > kTlsMaxRecord) return r.status = Frame::kInvalid, r;
-    if (off == 0) std::memcpy(version, p + 1, 2);
+    // An alert before the ClientHello is whole (before it, or between its
+    // records): Go's crypto/tls drops warning alerts until the version is
+    // agreed (Caddy, Traefik and other Go servers then serve the SNI that
+    // follows), so a 2-byte alert record is skipped, not taken for "not
+    // TLS" (which ended inspection: found by an outside check). Any other
+    // alert length ends the handshake at every server.
+    if (type == kTlsAlertRecord) {
+      if (rlen != kTlsAlertLength) return r.status = Frame::kInvalid, r;
+      off += kTlsRecordHeader + rlen;
+      continue;
+    }
+    if (!have_version) {
+      std::memcpy(version, p + off + 1, 2);
+      have_version = true;
+    }
     // An empty handshake record: RFC 8446 forbids sending one, but OpenSSL
     // takes it (and the ClientHello after it), so it is skipped, not taken
     // for "not TLS" (which ended inspection and let that ClientHello pass).
@@ -116,16 +133,13 @@ TlsClientHello detect_tls_client_hello(const uint8_t* p, std::size_t n, uint8_t*
 HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head) noexcept {
   HttpHead h;
   std::size_t i = 0;
-  // Empty lines before the request line (RFC 9112 §2.2: servers skip them).
-  while (i < n && (p[i] == '\n' || p[i] == '\r')) {
-    if (p[i] == '\r') {
-      if (i + 1 == n) break;
-      if (p[i + 1] != '\n') return h.status = Frame::kInvalid, h;
-    }
-    i += p[i] == '\r' ? 2 : 1;
-  }
+  // Empty lines before the request line (RFC 9112 §2.2: servers skip them),
+  // as nginx and Node skip them: every CR or LF byte on its own, so a lone
+  // CR too (treating it as "not HTTP" ended inspection, and nginx then
+  // served the request behind it: found by an outside check).
+  while (i < n && (p[i] == '\n' || p[i] == '\r')) ++i;
   if (i > max_head) return h.status = Frame::kTooLarge, h;
-  if (i + 1 >= n && (i == n || p[i] == '\r')) return h;
+  if (i == n) return h;
   h.start = i;
   // The method: a token, then a space or tab.
   std::size_t j = i;
@@ -254,9 +268,9 @@ DnsMessage detect_dns_tcp(const uint8_t* p, std::size_t n) noexcept {
   DnsMessage m;
   if (n < 2) return m;
   const std::size_t len = std::size_t{p[0]} << 8 | p[1];
-  if (len < kDnsHeader) return m.status = Frame::kInvalid, m;
   if (n - 2 < len) return m;
   m.status = Frame::kComplete;
+  m.skip = len < kDnsHeader;
   m.message = p + 2;
   m.message_len = len;
   m.next = 2 + len;

@@ -31,10 +31,20 @@ bool service_port(uint16_t p) {
 // The first bytes of something only a client sends first: a TLS record
 // carrying a ClientHello, or an HTTP request line.
 bool looks_like_client(const uint8_t* p, std::size_t n) {
-  // (Empty handshake records first are skipped, as the detector skips them.)
+  // (Empty handshake records and 2-byte alerts first are skipped, as the
+  // detector skips them.)
   std::size_t o = 0;
-  while (n - o >= 5 && p[o] == 22 && p[o + 1] == 3 && p[o + 3] == 0 && p[o + 4] == 0) o += 5;
-  if (n - o >= 6 && p[o] == 22 && p[o + 1] == 3 && p[o + 5] == 1) return true;
+  for (;;) {
+    if (n - o < 6 || !tls_record_major(p[o + 1]) || p[o + 3] != 0) break;
+    if (p[o] == 22 && p[o + 4] == 0) {
+      o += kTlsRecordHeader;
+    } else if (p[o] == 21 && p[o + 4] == kTlsAlertLength) {
+      o += kTlsRecordHeader + kTlsAlertLength;
+    } else {
+      break;
+    }
+  }
+  if (n - o >= 6 && p[o] == 22 && tls_record_major(p[o + 1]) && p[o + 5] == 1) return true;
   return detect_http_head(p, n).status != Frame::kInvalid;
 }
 
@@ -197,7 +207,9 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       // whatever they are, and a query of 0x16xx bytes begins like a TLS
       // record (its length's first byte is 22), with a header that can
       // read as a ClientHello's.
-      ph = static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 ? App::kTls : App::kHttp);
+      // (An alert record first is TLS too: Go servers drop warning alerts
+      // before a ClientHello.)
+      ph = static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 || q[0] == 21 ? App::kTls : App::kHttp);
       set_phase(s, ph);
     }
     std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
@@ -217,10 +229,8 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       const DnsMessage d = detect_dns_tcp(q, left);
       if (d.status == Frame::kComplete) {
         if (held) ++c_.completed;
-        message(q, d.next, App::kDns);
+        if (!d.skip) message(q, d.next, App::kDns);  // (a server ignores one shorter than a header)
         advance = d.next;
-      } else if (d.status == Frame::kInvalid) {
-        return invalid();
       } else {
         need_more = true;
       }

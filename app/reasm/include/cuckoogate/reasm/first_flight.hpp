@@ -22,6 +22,11 @@ enum class Frame : uint8_t {
 // ---- TLS ClientHello ----------------------------------------------------
 
 inline constexpr std::size_t kTlsRecordHeader = 5;
+inline constexpr std::size_t kTlsAlertLength = 2;  // an alert record's payload: level, description
+// A record version's first byte a server takes in a ClientHello's records:
+// 3 is TLS; Go's crypto/tls takes any version below 0x1000 before the
+// version is agreed (OpenSSL only 3), so the detector does too.
+constexpr bool tls_record_major(uint8_t b) noexcept { return b < 0x10; }
 inline constexpr std::size_t kTlsMaxRecord = 16384;     // plaintext record payload (RFC 8446)
 inline constexpr std::size_t kTlsMaxHandshake = 16384;  // default limit on the ClientHello
 // Scratch a caller needs for a ClientHello of up to kTlsMaxHandshake bytes.
@@ -44,10 +49,12 @@ struct TlsClientHello {
 };
 
 // Looks for a ClientHello at the start of [p, n): TLS handshake records
-// (type 22, version 3.x, length 1 .. 2^14), the first beginning with
-// handshake type 1; the message may span any number of records. Invalid: a
-// record of another type before the message is whole, a bad version or
-// length, a first handshake type other than 1. kTooLarge: the message's
+// (type 22, a version whose first byte is below 0x10, length 1 .. 2^14), the
+// first beginning with handshake type 1; the message may span any number of
+// records. Empty handshake records (OpenSSL takes them) and 2-byte alert
+// records (Go drops warning alerts) before the message is whole are
+// skipped. Invalid: a record of another type, an alert of another length, a
+// bad version or length, a first handshake type other than 1. kTooLarge: the message's
 // length exceeds max_handshake, or scratch_cap < kTlsRecordHeader + 4 +
 // its length. The scratch must not overlap the input.
 TlsClientHello detect_tls_client_hello(const uint8_t* p, std::size_t n, uint8_t* scratch,
@@ -83,8 +90,8 @@ struct HttpHead {
   uint64_t next = 0;
 };
 
-// A request head at the start of [p, n): leading empty lines (CRLF or LF, as
-// servers skip them), then a request line beginning with a method token
+// A request head at the start of [p, n): leading CR and LF bytes (each on its
+// own, as nginx and Node skip them), then a request line beginning with a method token
 // followed by a space, then header lines, ending at the first empty line.
 // Lines end in LF with an optional CR before it (bare LF as nginx and Node
 // accept). kInvalid: the first line does not start with token SP.
@@ -109,10 +116,15 @@ struct DnsMessage {
   const uint8_t* message = nullptr;  // kComplete: the message after the length prefix
   std::size_t message_len = 0;
   std::size_t next = 0;  // kComplete: 2 + message_len, where the next message starts
+  // kComplete: shorter than a DNS header (12 bytes). dnsmasq reads such a
+  // message, ignores it and answers the next one on the connection, so it
+  // is skipped, not taken for "not DNS" (which ended inspection and let the
+  // query behind it pass: found by an outside check).
+  bool skip = false;
 };
 
 // A length-prefixed DNS message (RFC 1035 §4.2.2, RFC 7766) at the start of
-// [p, n). kInvalid: the length is below a DNS header (12).
+// [p, n), of any length (see DnsMessage::skip). Never kInvalid.
 DnsMessage detect_dns_tcp(const uint8_t* p, std::size_t n) noexcept;
 
 }  // namespace cg::reasm
