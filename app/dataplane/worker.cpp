@@ -182,6 +182,14 @@ bool inspects(flow::FlowEntry& e, const LaneInfo& m, flow::Dir dir, QuicMode qui
   return m.proto == kProtoTcp && reasm::stream_wants(e.inspect, dir == flow::Dir::kForward);
 }
 
+// True when packet m's rule hit is a name from a DNS query over UDP: a
+// verdict for that query, not for its flow. (A host key of a UDP datagram
+// to port 53 comes only from its questions; an address or flow rule that
+// matches too wins as the smaller kind, and then the flow is blocked.)
+bool dns_query_name_hit(const PacketMeta& m, RuleHit h) {
+  return m.proto == kProtoUdp && m.dport == 53 && h.kind == static_cast<uint8_t>(RuleKind::kHost);
+}
+
 }  // namespace
 
 // What a frame may add to the MTU: the Ethernet header and two VLAN tags
@@ -999,6 +1007,12 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};
+      } else if (h.kind != 0 && dns_query_name_hit(s.meta[i], h)) {
+        // A DNS query over UDP is a transaction of its own: a blocked name
+        // drops (or refuses) that query only. Blocking the flow took every
+        // later query of a resolver that reuses its source port with it
+        // (an outside check: one blocked name blackholed all its DNS). The
+        // flow's verdict is left as it was; its next query is judged anew.
       } else if (h.kind != 0) {
         e->set_verdict(cfg_.reject ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
                        /*block=*/true);

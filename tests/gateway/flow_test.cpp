@@ -321,6 +321,27 @@ TEST_F(Flows, RejectSendsResetsRefusedAndIcmpProhibited) {
   EXPECT_EQ(r4[35], 13);
 }
 
+// A DNS query over UDP is judged alone: a blocked name drops (refuses) that
+// query, not the flow, so a resolver that sends every query from one source
+// port still gets answers for the others (an outside check: one blocked name
+// blackholed every later query from that port, and counted them as its hits).
+TEST_F(Flows, ABlockedDnsQueryDoesNotBlockTheNextQueriesFromItsPort) {
+  auto query = [](const char* name) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.53").udp(5353, 53).payload(dns_query(name)).frame();
+  };
+  const Bytes ok = query("ok.example"), blocked = query("www.blocked.example"), other = query("other.example");
+  const Bytes answer = Packet().ipv4("10.9.0.53", "10.8.0.1").udp(53, 5353).payload(dns_query("ok.example", true)).frame();
+  const auto s = replay({ok, answer, blocked, ok, other, blocked, other}, "host blocked.example\n",
+                        {"--action", "reject", "--reply", path("reply.pcap")});
+  EXPECT_EQ(read_pcap(path("pass.pcap")), (std::vector<Bytes>{ok, answer, ok, other, other}));
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{blocked, blocked}));
+  EXPECT_EQ(s["dropped"], 2);
+  EXPECT_EQ(s["rejects"]["sent"], 2);  // REFUSED for the blocked queries only
+  // An address rule still blocks the flow: every packet of it is dropped.
+  replay({ok, blocked, other}, "dst 10.9.0.53\n");
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{ok, blocked, other}));
+}
+
 // --reject-dns nxdomain: the same answer with RCODE NXDOMAIN instead.
 TEST_F(Flows, RejectDnsNxdomainAnswersWithNxdomain) {
   const Bytes query = Packet().ipv4("10.8.0.1", "10.9.0.53").udp(40001, 53).payload(dns_query("blocked.example")).frame();
