@@ -1,5 +1,7 @@
 #include "gateway/ports.hpp"
 
+#include "gateway/log.hpp"
+
 #include <rte_ethdev.h>
 
 #include <algorithm>
@@ -58,6 +60,16 @@ bool setup_port(uint16_t port, const PortConfig& c, rte_mempool* pool, std::stri
       conf.rx_adv_conf.rss_conf.rss_key = g_symmetric_rss_key.data();
       conf.rx_adv_conf.rss_conf.rss_key_len =
           static_cast<uint8_t>(std::min<std::size_t>(klen, g_symmetric_rss_key.size()));
+    } else if (c.device_spreads) {
+      // Without RSS the device chooses. net_af_packet's kernel fanout hashes
+      // flows alike both ways but rolls a packet over to another socket when
+      // its queue is full (an outside check saw a download's two directions
+      // on two workers), and two workers each judge the flow alone.
+      CG_LOG(WARNING, gateway,
+             "%s: %u rx queues but the device offers no RSS: the device, not a symmetric hash, picks each "
+             "packet's queue, so under load a flow's packets can reach two workers (net_af_packet rolls over "
+             "to another queue when one is full); use one worker with such devices",
+             name.c_str(), static_cast<unsigned>(c.rx_queues));
     }
   }
   if (int rc = rte_eth_dev_configure(port, c.rx_queues, c.tx_queues, &conf); rc != 0) {

@@ -14,6 +14,10 @@ struct PortConfig {
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   bool promiscuous = true;  // a gateway forwards frames not addressed to it
+  // The device spreads traffic over the rx queues (run; replay splits its
+  // capture itself): with several queues and no RSS to set, a warning says
+  // that the device, not symmetric RSS, picks each packet's queue.
+  bool device_spreads = false;
 };
 
 // Configures and starts `port`. With several rx queues, RSS spreads flows

@@ -167,6 +167,7 @@ int run_gateway(const RunOptions& o) {
     pc.rx_queues = pc.tx_queues = queues;
     pc.rx_desc = cfg.rx_desc;
     pc.tx_desc = cfg.tx_desc;
+    pc.device_spreads = true;
     if (pool == nullptr) {
       rc = fail(1, "cannot allocate the mbuf pool (raise EAL -m)");
     } else if (!engine.init(eo, &err)) {

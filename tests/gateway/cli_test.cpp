@@ -295,6 +295,32 @@ TEST_F(Cli, ReplayAndRunLeaveNoEalRuntimeDirectory) {
   EXPECT_FALSE(fs::exists(eal_runtime_base() + "/" + prefix));
 }
 
+// Several workers on devices that offer no RSS (net_pcap here; net_af_packet,
+// which an outside check ran with two workers, likewise): the device picks
+// each packet's queue, so the operator is told a flow may reach two workers.
+TEST_F(Cli, RunWarnsWhenQueuesAreSpreadWithoutRss) {
+  auto start = [&](const std::string& tag, unsigned workers) {
+    const std::string sock = path(tag + ".sock");
+    std::vector<std::string> a = {GatewayEnv::gateway(), "run", "--workers", std::to_string(workers), "--ctl", sock,
+                                  "--", "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
+                                  "--lcores=(0-2)@(0-1)", "--log-level=lib.eal:error"};  // 3 lcores on 2 CPUs
+    for (const char* port : {"0", "1"}) {
+      std::string v = std::string("--vdev=net_pcap") + port + tag;
+      for (unsigned q = 0; q < workers; ++q) v += ",rx_pcap=" + in_ + ",tx_pcap=" + path(tag + port + std::to_string(q) + ".pcap");
+      a.push_back(v);
+    }
+    Process gw(a, path(tag + ".out"), path(tag + ".err"));
+    EXPECT_TRUE(wait_for_socket(sock, 30s)) << gw.err();
+    gw.signal(SIGTERM);
+    EXPECT_EQ(gw.wait(30s), 0) << gw.err();
+    return gw.err();
+  };
+  const std::string two = start("w2", 2);
+  EXPECT_NE(two.find("2 rx queues but the device offers no RSS"), std::string::npos) << two;
+  const std::string one = start("w1", 1);
+  EXPECT_EQ(one.find("offers no RSS"), std::string::npos) << one;
+}
+
 // --- bad frames are reported ---------------------------------------------------
 
 // What GRO on an af_packet port delivers: a merged segment longer than the
