@@ -328,6 +328,29 @@ std::string name_the_file(const std::string& msg, const std::string& file) {
   return msg.substr(0, at + 2) + where + (rest + used);
 }
 
+// A hint for a rule file the gateway refused for its kind: the feed format
+// its first lines read as ("" if none), so that a hosts file loaded without
+// --format is named as one. A format fits when none of the lines is bad for
+// it and one gives a rule.
+std::string feed_format_hint(const std::vector<std::string>& first_lines) {
+  using cg::feeds::Format;
+  for (const Format f : {Format::kHosts, Format::kCidr, Format::kDomains}) {
+    std::size_t produced = 0;
+    bool fits = true;
+    for (const std::string& l : first_lines) {
+      std::vector<cg::Rule> rules;
+      cg::ParseError e;
+      fits = fits && cg::feeds::parse_feed_line({.format = f}, l, 1, &rules, &e);
+      produced += rules.size();
+    }
+    if (fits && produced != 0) {
+      const std::string name(cg::feeds::format_name(f));
+      return " (its first lines read as a " + name + " feed: --format " + name + ")";
+    }
+  }
+  return "";
+}
+
 int cmd_load(Connection& c, const LoadArgs& a) {
   const std::string& file = a.file;
   const std::string shown_name = file == "-" ? "stdin" : file;
@@ -366,6 +389,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   if (a.replace) head += " replace";
   c.send(head + "\n");
   std::string chunk, line;
+  std::vector<std::string> first_lines;  // up to 8 lines that are not blank, for feed_format_hint()
   std::vector<cg::Rule> line_rules;
   std::size_t read = 0, lines = 0, rules = 0, bad = 0, written = 0;  // written: lines not blank
   const bool piped = in == &std::cin;
@@ -399,7 +423,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
       const std::size_t first = line.find_first_not_of(" \t\r");
       if (first != std::string::npos && line[first] == '.')
         die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
-      if (first != std::string::npos) ++rules;
+      if (first != std::string::npos && rules++ < 8) first_lines.push_back(line);
       chunk += line;
       chunk += '\n';
     } else {
@@ -445,7 +469,10 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   Connection::Response resp = c.read_response(false);
   if (!resp.ok()) {
     const std::string why = err_text(resp.first);
-    std::fprintf(stderr, "cuckoogatectl: load: %s\n", (convert ? why : name_the_file(why, shown_name)).c_str());
+    const std::string hint = !convert && why.find("expected rule kind") != std::string::npos
+                                 ? feed_format_hint(first_lines) : "";
+    std::fprintf(stderr, "cuckoogatectl: load: %s%s\n", (convert ? why : name_the_file(why, shown_name)).c_str(),
+                 hint.c_str());
     return 2;
   }
   progress.done(rules);

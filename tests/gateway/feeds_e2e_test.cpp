@@ -53,6 +53,25 @@ TEST_F(Feeds, HostsFileBecomesHostRulesWithoutTheMachinesOwnNames) {
   EXPECT_EQ(r.err, "");  // not a terminal: no progress, nothing on stderr
 }
 
+// A feed loaded without --format is refused as a rule file; the error names
+// the format its first rule line reads as (an operator loading a hosts file
+// got "expected rule kind" and no hint).
+TEST_F(Feeds, AFeedLoadedAsRulesGetsAFormatHint) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"# ads\n127.0.0.1 localhost\n0.0.0.0 hint.hosts.test\n", "--format hosts"},
+      {"; drop\n192.0.2.0/24 ; SBL1\n", "--format cidr"},
+      {"hint.domains.test\n", "--format domains"}};
+  for (const auto& [text, hint] : cases) {
+    const Result r = ctl({"load", write("hint.txt", text)});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("expected rule kind"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(hint), std::string::npos) << r.err;
+  }
+  const Result plain = ctl({"load", write("bad.rules", "src 192.0.2.1\nsrc nonsense here\n")});
+  EXPECT_EQ(plain.status, 2);
+  EXPECT_EQ(plain.err.find("--format"), std::string::npos) << plain.err;  // a rule file's own error: no hint
+}
+
 TEST_F(Feeds, DomainListFromStdin) {
   const std::string f = write("list.domains", "# trackers\nt1.domains.test\n\nT2.Domains.Test.  # x\n");
   Result r = ctl({"load", "--format", "domains", "-"}, f);
