@@ -8,7 +8,7 @@ namespace cg {
 void print_summary(std::FILE* f, const SummaryInfo& info, const StatsSnapshot& s) {
   const double mpps = info.seconds > 0 ? static_cast<double>(s.rx) / info.seconds / 1e6 : 0;
   std::fprintf(f, "cuckoogate %s\n", info.title.c_str());
-  std::fprintf(f, "  rules loaded    %zu\n", info.rules);
+  std::fprintf(f, "  rules at exit   %zu\n", info.rules);  // (run: after any runtime changes)
   std::fprintf(f, "  packets in      %lu\n", static_cast<unsigned long>(s.rx));
   std::fprintf(f, "  passed          %lu%s%s\n", static_cast<unsigned long>(s.passed),
                info.passed_to.empty() ? "" : "  -> ", info.passed_to.c_str());
