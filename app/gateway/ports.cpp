@@ -2,10 +2,13 @@
 
 #include "gateway/log.hpp"
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
 namespace cg {
 namespace {
@@ -25,6 +28,21 @@ std::string port_name(uint16_t port) {
   char name[RTE_ETH_NAME_MAX_LEN] = {};
   if (rte_eth_dev_get_name_by_port(port, name) != 0) return "port" + std::to_string(port);
   return name;
+}
+
+std::string port_iface(uint16_t port) {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port, &info) != 0 || info.device == nullptr) return "";
+  const rte_devargs* da = rte_dev_devargs(info.device);
+  if (da == nullptr || da->args == nullptr) return "";
+  const std::string_view args = da->args;
+  for (std::size_t at = 0; at < args.size();) {  // key=value pairs separated by ','
+    const std::size_t end = std::min(args.find(',', at), args.size());
+    const std::string_view kv = args.substr(at, end - at);
+    if (kv.starts_with("iface=")) return std::string(kv.substr(6));
+    at = end + 1;
+  }
+  return "";
 }
 
 bool setup_port(uint16_t port, const PortConfig& c, rte_mempool* pool, std::string* err) {

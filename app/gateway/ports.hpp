@@ -30,4 +30,8 @@ void close_port(uint16_t port);
 
 std::string port_name(uint16_t port);
 
+// The kernel interface a port works on: the `iface=` argument of its vdev
+// (net_af_packet, net_pcap's live mode), "" for any other device.
+std::string port_iface(uint16_t port);
+
 }  // namespace cg

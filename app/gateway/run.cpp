@@ -125,6 +125,24 @@ int run_gateway(const RunOptions& o) {
       }
       for (std::size_t i = 0; i < ports.size(); i += 2) pairs.emplace_back(ports[i], ports[i + 1]);
     }
+    // Two ports on one kernel interface (net_af_packet0,iface=X and
+    // net_af_packet1,iface=X): every frame would leave where it came in, a
+    // loop an outside check ran into unwarned.
+    {
+      std::vector<std::pair<std::string, uint16_t>> on;  // (iface, port)
+      for (const auto& [a, b] : pairs)
+        for (uint16_t p : {a, b})
+          if (std::string f = port_iface(p); !f.empty()) on.emplace_back(std::move(f), p);
+      std::sort(on.begin(), on.end());
+      for (std::size_t k = 1; k < on.size(); ++k) {
+        if (on[k].first != on[k - 1].first) continue;
+        const int code = fail(2, "ports '" + port_name(on[k - 1].second) + "' and '" + port_name(on[k].second) +
+                                     "' are both on interface " + on[k].first +
+                                     ": each port needs an interface of its own (a frame would leave where it came in)");
+        rte_eal_cleanup();
+        return code;
+      }
+    }
     const unsigned workers = cfg.workers.value_or(std::max(1u, rte_lcore_count() - 1));
     // Queues per port: one per worker, as far as every paired device allows.
     uint16_t queues = static_cast<uint16_t>(workers);

@@ -321,6 +321,20 @@ TEST_F(Cli, RunWarnsWhenQueuesAreSpreadWithoutRss) {
   EXPECT_EQ(one.find("offers no RSS"), std::string::npos) << one;
 }
 
+// Two ports on one kernel interface: refused before any frame moves (an
+// outside check paired two af_packet ports on one veth; the gateway looped
+// every frame back out where it came in).
+TEST_F(Cli, RunRefusesTwoPortsOnOneInterface) {
+  const Result r = cuckoogate({"run", "--ctl", path("dup.sock"), "--", "--no-huge", "--no-pci", "--no-shconf", "-m",
+                               "512", "--vdev=net_af_packet0,iface=lo", "--vdev=net_af_packet1,iface=lo,qpairs=1",
+                               "--log-level=lib.eal:error"});
+  if (r.err.find("both on interface") == std::string::npos && r.err.find("af_packet") != std::string::npos)
+    GTEST_SKIP() << "no packet sockets here: " << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("ports 'net_af_packet0' and 'net_af_packet1' are both on interface lo"), std::string::npos)
+      << r.err;
+}
+
 // --- bad frames are reported ---------------------------------------------------
 
 // What GRO on an af_packet port delivers: a merged segment longer than the
