@@ -637,6 +637,14 @@ TEST(ClassifyHttp, AHostLineBehindABareCrIsJudgedToo) {
   // A bare CR that makes an empty line ends Python's header block there.
   EXPECT_FALSE(classify_frame(http("GET / HTTP/1.1\r\nX-A: 1\r\rHost: blocked.example\r\n\r\n"))
                    .matches("host blocked.example"));
+  // Two readings of a request with a long escaped path and a query: eight
+  // url keys, which the key budget holds (the second reading once wrote
+  // past it: found by a review under ASan).
+  const std::string path = "/" + std::string(1200, 'a') + "%2F?q=1";
+  const auto e = classify_frame(http("GET " + path + " HTTP/1.1\r\nX: 1\rHost: b.example\r\nHost: a.example\r\n\r\n"));
+  EXPECT_EQ(e.count(RuleKind::kUrl), 8u);
+  EXPECT_TRUE(e.matches("url b.example/" + std::string(1200, 'a') + "%2F"));
+  EXPECT_TRUE(e.matches("url a.example/" + std::string(1200, 'a') + "%2F"));
   // No bare CR: one Host, one host key per label, as before.
   const auto d = classify_frame(http("GET / HTTP/1.1\r\nHost: one.example\r\nX: 1\r\n\r\n"));
   EXPECT_EQ(d.count(RuleKind::kHost), 2u);  // one.example, example

@@ -204,8 +204,7 @@ TEST(ReasmTls, AlertRecordsAndOddRecordVersionsBeforeTheClientHelloAreSkipped) {
     ASSERT_EQ(r.status, Frame::kComplete);
     EXPECT_EQ(sni_of(r.handshake, r.handshake_len), "www.blocked.example");
     EXPECT_EQ(r.consumed, stream.size());
-    for (std::size_t n = 1; n < stream.size(); n += 37)
-      ASSERT_EQ(tls(stream, n, scratch).status, Frame::kNeedMore) << n;
+    for (std::size_t n = 1; n < stream.size(); ++n) ASSERT_EQ(tls(stream, n, scratch).status, Frame::kNeedMore) << n;
   }
   for (const uint8_t major : {0, 2, 0x0f}) {
     SCOPED_TRACE(int{major});

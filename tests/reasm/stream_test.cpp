@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -442,6 +444,33 @@ TEST(Stream, WhatServersSkipBeforeAMessageDoesNotEndInspection) {
     Segment seg{999, wire.data(), static_cast<uint32_t>(wire.size()), false, 50001, 50000};
     EXPECT_EQ(h.insp.segment(f.ref(), seg, 0, &Harness::sink, &h), Step::kMessages);
     EXPECT_TRUE(stream_client_known(f.ref()));
+    // A segment cut inside such an alert is read within its bytes (the
+    // guess once skipped a whole alert past a 6-byte segment's end). The
+    // segment's own buffer, so that ASan sees any read past it.
+    for (std::size_t len = 1; len <= 7; ++len) {
+      SCOPED_TRACE(len);
+      Harness g;
+      Flow m;
+      stream_open(m.ref(), kAck, 5, 6, true);
+      const std::unique_ptr<uint8_t[]> cut(new uint8_t[len]);
+      std::memcpy(cut.get(), wire.data(), len);
+      Segment part{999, cut.get(), static_cast<uint32_t>(len), false, 50001, 50000};
+      g.insp.segment(m.ref(), part, 0, &Harness::sink, &g);
+      EXPECT_TRUE(g.got.empty());
+    }
+  }
+  // Mid-stream, a DNS length below a header at the guessed start says the
+  // guess is wrong: that segment is a try, and a later one starts a query.
+  {
+    Harness h;
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, true);
+    const std::string junk("\x00\x03" "abc", 5);
+    EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 53), Step::kSkip);
+    const Bytes q = dns_query("www.blocked.example", 7);
+    const std::string qs(q.begin(), q.end());
+    EXPECT_EQ(h.client(f, qs, 0, qs.size(), true, 40000, 53), Step::kMessages);
+    EXPECT_EQ(h.got, (std::vector<std::string>{qs}));
   }
 }
 

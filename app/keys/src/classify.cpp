@@ -100,6 +100,9 @@ class Emitter {
     if (start >= n) return;
     uint8_t* w = cursor();
     const std::size_t total = 1 + n - start;
+    // Callers emit at most kMaxNamesPerPacket names, which the budget holds;
+    // checked all the same, so that no input can write past it.
+    if (used_ + total > kKeyBytesCapacity || n_ + kMaxHostKeys > kMaxKeysPerPacket) return;
     w[0] = detail::kHostSep;
     for (std::size_t i = start; i < n; ++i) {
       const uint8_t c = detail::ascii_lower(name[i]);
@@ -162,6 +165,14 @@ class Emitter {
         if (flag_long) out_.url_too_long = true;
         continue;
       }
+      // At most kMaxUrlKeys url keys fit the budget (two readings of four);
+      // checked so that no input can write past it (a second reading once
+      // did, before the budget held it).
+      if (urls_ == kMaxUrlKeys || used_ + 1 + alen + n > kKeyBytesCapacity) {
+        out_.url_too_long = true;
+        continue;
+      }
+      ++urls_;
       uint8_t* w = cursor();
       w[0] = static_cast<uint8_t>(RuleKind::kUrl);
       detail::write_authority(req.authority, a, w + 1);
@@ -177,6 +188,7 @@ class Emitter {
   // Kept here rather than in out_.n: byte stores into out_.bytes may alias
   // out_.n as far as the compiler knows, which would force a reload per key.
   unsigned n_ = 0;
+  unsigned urls_ = 0;  // url keys emitted (at most kMaxUrlKeys)
   std::size_t used_ = 0;
 };
 

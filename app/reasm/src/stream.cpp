@@ -34,11 +34,11 @@ bool looks_like_client(const uint8_t* p, std::size_t n) {
   // (Empty handshake records and 2-byte alerts first are skipped, as the
   // detector skips them.)
   std::size_t o = 0;
-  for (;;) {
-    if (n - o < 6 || !tls_record_major(p[o + 1]) || p[o + 3] != 0) break;
+  for (;;) {  // o <= n throughout: a record is skipped only when it is whole
+    if (n - o < kTlsRecordHeader || !tls_record_major(p[o + 1]) || p[o + 3] != 0) break;
     if (p[o] == 22 && p[o + 4] == 0) {
       o += kTlsRecordHeader;
-    } else if (p[o] == 21 && p[o + 4] == kTlsAlertLength) {
+    } else if (p[o] == 21 && p[o + 4] == kTlsAlertLength && n - o >= kTlsRecordHeader + kTlsAlertLength) {
       o += kTlsRecordHeader + kTlsAlertLength;
     } else {
       break;
@@ -228,6 +228,9 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
     } else if (ph == static_cast<uint8_t>(App::kDns)) {
       const DnsMessage d = detect_dns_tcp(q, left);
       if (d.status == Frame::kComplete) {
+        // At a guessed mid-stream boundary a length below a header says the
+        // guess is wrong: the next segment is tried as a start, as before.
+        if (d.skip && !sure && *given == 0) return invalid();
         if (held) ++c_.completed;
         if (!d.skip) message(q, d.next, App::kDns);  // (a server ignores one shorter than a header)
         advance = d.next;

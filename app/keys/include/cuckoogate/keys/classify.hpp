@@ -33,10 +33,13 @@ inline constexpr unsigned kMaxHostKeys = (kMaxNameLen + 1) / 2;
 // Names per packet: one for HTTP and TLS; a DNS query yields every question's
 // name, up to this many (more questions: the first ones, flagged malformed).
 inline constexpr unsigned kMaxNamesPerPacket = 4;
-// flow, src, dst, ip (src), ip (dst), service, two url (with and without the
-// query) and two more for the path as servers decode it, the outer packet's
-// four address keys when tunneled, then the host keys.
-inline constexpr unsigned kMaxKeysPerPacket = 10 + 4 + kMaxNamesPerPacket * kMaxHostKeys;
+// An HTTP request gives up to four url keys (with and without the query,
+// each also for the path as servers decode it) for each of its two
+// readings (a Host line that only Python's splitting at a bare CR finds).
+inline constexpr unsigned kMaxUrlKeys = 8;
+// flow, src, dst, ip (src), ip (dst), service, the url keys, the outer
+// packet's four address keys when tunneled, then the host keys.
+inline constexpr unsigned kMaxKeysPerPacket = 6 + kMaxUrlKeys + 4 + kMaxNamesPerPacket * kMaxHostKeys;
 
 // Longest encoding of each kind (docs/rules.md, "Key encoding").
 inline constexpr std::size_t kFlowKeyMax = 1 + 1 + 1 + 16 + 2 + 16 + 2;
@@ -45,7 +48,7 @@ inline constexpr std::size_t kServiceKeyMax = 1 + 1 + 1 + 16 + 2;
 inline constexpr std::size_t kUrlKeyMax = 1 + kMaxUrlLen;
 inline constexpr std::size_t kHostKeyMax = 1 + kMaxNameLen;  // parents share it
 inline constexpr std::size_t kKeyBytesCapacity =
-    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + 4 * kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
+    kFlowKeyMax + 8 * kAddrKeyMax + kServiceKeyMax + kMaxUrlKeys * kUrlKeyMax + kMaxNamesPerPacket * kHostKeyMax;
 
 struct PacketKeys {
   unsigned n = 0;

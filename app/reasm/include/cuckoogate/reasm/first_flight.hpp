@@ -117,9 +117,11 @@ struct DnsMessage {
   std::size_t message_len = 0;
   std::size_t next = 0;  // kComplete: 2 + message_len, where the next message starts
   // kComplete: shorter than a DNS header (12 bytes). dnsmasq reads such a
-  // message, ignores it and answers the next one on the connection, so it
-  // is skipped, not taken for "not DNS" (which ended inspection and let the
-  // query behind it pass: found by an outside check).
+  // message (1-11 bytes), ignores it and answers the next one on the
+  // connection, so it is skipped, not taken for "not DNS" (which ended
+  // inspection and let the query behind it pass: found by an outside check).
+  // A length of 0 is skipped too (dnsmasq closes the connection there:
+  // reading on only reads more).
   bool skip = false;
 };
 
