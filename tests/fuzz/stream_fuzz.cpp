@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,7 +73,12 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
       midstream = false;  // opened: from now on a handshake's flow
     }
     check(p.off + p.len <= n);
-    const Segment s{kIsn + 1 + p.off, stream + p.off, p.len, true, 40000, port};
+    // Each segment in a buffer of its own size, so that ASan catches any
+    // read past a segment's end (within the stream it would go unseen: a
+    // 6-byte mid-stream segment was once read past).
+    const std::unique_ptr<uint8_t[]> own(new uint8_t[std::max<uint32_t>(p.len, 1)]);
+    std::memcpy(own.get(), stream + p.off, p.len);
+    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port};
     const Step st = insp.segment(ref, s, 0, &sink, &r);
     r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit; no copy differs here)
   }
