@@ -515,6 +515,30 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
 // ClientHellos of browsers are) is judged whole: the segment that completes
 // it is dropped and the flow stays blocked; the earlier segments pass (the
 // server cannot finish the handshake without the last one).
+// A HelloRetryRequest's second ClientHello is what the server acts on
+// (nginx served the blocked name of one after a first ClientHello naming an
+// allowed server: an outside check): it is judged, and blocks the flow.
+TEST_F(Flows, ASecondClientHelloAfterAHelloRetryRequestIsJudged) {
+  const Conn k;
+  const Bytes first = tls_client_hello("good.example"), second = tls_client_hello("blocked.example");
+  const auto n1 = static_cast<uint32_t>(first.size());
+  const Bytes hello1 = k.c2s(0x18, 101, 501).payload(first).frame();
+  const Bytes hrr = k.s2c(0x18, 501, 101 + n1).payload(Bytes{22, 3, 3, 0, 4, 2, 0, 0, 0}).frame();
+  Bytes flight = {20, 3, 3, 0, 1, 1};
+  flight.insert(flight.end(), second.begin(), second.end());
+  const Bytes hello2 = k.c2s(0x18, 101 + n1, 510).payload(flight).frame();
+  const Bytes answer = k.s2c(0x18, 510, 101 + n1 + static_cast<uint32_t>(flight.size())).payload("server hello").frame();
+  const std::vector<Bytes> hs = k.handshake();
+  replay(cat(hs, {hello1, hrr, hello2, answer}), "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {hello1, hrr}));
+  EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{hello2, answer}));
+  // No retry: the client's ChangeCipherSpec and encrypted records pass, and end inspection.
+  const Bytes fin = k.c2s(0x18, 101 + n1, 510).payload(Bytes{20, 3, 3, 0, 1, 1, 23, 3, 3, 0, 2, 'z', 'z'}).frame();
+  const auto s = replay(cat(hs, {hello1, hrr, fin}), "host blocked.example\n");
+  EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {hello1, hrr, fin}));
+  EXPECT_EQ(s["dropped"], 0);
+}
+
 TEST_F(Flows, ASplitClientHelloIsReassembledAndBlocked) {
   const Conn k;
   const Bytes hello = tls_client_hello("blocked.example");

@@ -374,9 +374,63 @@ TEST(Stream, ClientHelloSplitOverSegmentsAndRecordsIsOneRecord) {
       ASSERT_EQ(rec.size(), 5 + hs.size());
       EXPECT_EQ(static_cast<uint8_t>(rec[0]), 22);
       EXPECT_EQ(rec.substr(5), std::string(hs.begin(), hs.end()));
-      EXPECT_FALSE(stream_wants(f.ref(), true));  // one ClientHello per connection
+      // Its second flight may be a ClientHello again (after a
+      // HelloRetryRequest); a ChangeCipherSpec and encrypted data are not.
+      EXPECT_TRUE(stream_wants(f.ref(), true));
       EXPECT_EQ(h.pool->free_slots(), 4u);
+      const std::string flight("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x02zz", 13);
+      EXPECT_EQ(h.client(f, s + flight, s.size(), flight.size(), true, 40000, 443), Step::kDone);
+      EXPECT_FALSE(stream_wants(f.ref(), true));
+      EXPECT_EQ(h.got.size(), 1u);
     }
+  }
+}
+
+// After a HelloRetryRequest the client sends a second ClientHello in
+// plaintext, and the server acts on that one: nginx (OpenSSL) served the
+// blocked name of a second ClientHello after a first one naming an allowed
+// server (an outside check). It is judged; after it, or after anything but a
+// ClientHello, inspection ends.
+TEST(Stream, ASecondClientHelloAfterAHelloRetryRequestIsJudged) {
+  const Bytes first = in_records(client_hello("good.example"), 16384);
+  const Bytes second = in_records(client_hello("www.blocked.example"), 300);
+  const Bytes ccs = {20, 3, 3, 0, 1, 1};
+  Bytes flight2 = ccs;
+  append(flight2, second);
+  const std::string a(first.begin(), first.end()), b(flight2.begin(), flight2.end());
+  const std::string s = a + b;
+  for (std::size_t cut : {std::size_t{1}, std::size_t{3}, std::size_t{6}, std::size_t{9}, std::size_t{400}, b.size()}) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, s, 0, a.size(), true, 40000, 443), Step::kMessages);
+    h.client(f, s, a.size(), cut, true, 40000, 443);
+    if (cut < b.size()) h.client(f, s, a.size() + cut, b.size() - cut, true, 40000, 443);
+    ASSERT_EQ(h.got.size(), 2u);
+    const Bytes hs = client_hello("www.blocked.example");
+    EXPECT_EQ(h.got[1].substr(5), std::string(hs.begin(), hs.end()));
+    // Then the encrypted rest: done.
+    const std::string app("\x17\x03\x03\x00\x02zz", 7);
+    EXPECT_EQ(h.client(f, s + app, s.size(), app.size(), true, 40000, 443), Step::kDone);
+    EXPECT_FALSE(stream_wants(f.ref(), true));
+  }
+  // A TLS 1.2 second flight (ClientKeyExchange) ends inspection; so does
+  // 0-RTT data right behind the ClientHello, which is still judged.
+  {
+    Harness h;
+    Flow f = opened();
+    const std::string cke("\x16\x03\x03\x00\x05\x10\x00\x00\x01\x00", 10);
+    EXPECT_EQ(h.client(f, a + cke, 0, a.size(), true, 40000, 443), Step::kMessages);
+    EXPECT_EQ(h.client(f, a + cke, a.size(), cke.size(), true, 40000, 443), Step::kDone);
+    EXPECT_EQ(h.got.size(), 1u);
+  }
+  {
+    Harness h;
+    Flow f = opened();
+    const std::string early = a + std::string("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x02zz", 13);
+    EXPECT_EQ(h.client(f, early, 0, early.size(), true, 40000, 443), Step::kMessages);
+    EXPECT_EQ(h.got.size(), 1u);
+    EXPECT_FALSE(stream_wants(f.ref(), true));
   }
 }
 

@@ -7,6 +7,7 @@ namespace {
 // StreamRef::bits.
 constexpr uint8_t kPhaseMask = 0x07;  // an App, or one of the two below
 constexpr uint8_t kChunked = 4;       // HTTP, inside a chunked body (its head was judged)
+constexpr uint8_t kTlsAfterHello = 5;  // TLS after a ClientHello: a second one may follow a HelloRetryRequest
 constexpr uint8_t kPhaseDone = 6;
 constexpr uint8_t kPhaseDropped = 7;
 constexpr uint8_t kNextKnown = 0x08;   // `next` is where a client message starts
@@ -83,6 +84,7 @@ void stream_drop_all(StreamRef s) noexcept { set_phase(s, kPhaseDropped); }
 App stream_app(const StreamRef& s) noexcept {
   const uint8_t ph = phase(s);
   if (ph == kChunked) return App::kHttp;
+  if (ph == kTlsAfterHello) return App::kTls;
   return ph <= static_cast<uint8_t>(App::kDns) ? static_cast<App>(ph) : App::kUnknown;
 }
 
@@ -214,17 +216,53 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
     }
     std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
     bool need_more = false;
-    if (ph == static_cast<uint8_t>(App::kTls)) {
+    if (ph == kTlsAfterHello) {
+      // After a ClientHello the client's next records are its second flight:
+      // TLS 1.3's ChangeCipherSpec and encrypted records, or TLS 1.2's
+      // ClientKeyExchange. Only after a HelloRetryRequest is it a second
+      // ClientHello, in plaintext, and that one is what the server acts on
+      // (nginx took a second one naming another server: found by an outside
+      // check). So a ChangeCipherSpec (and a 2-byte alert) is stepped over,
+      // a second ClientHello is judged, and anything else ends inspection.
+      if (left < kTlsRecordHeader) {
+        need_more = true;
+      } else {
+        const std::size_t rlen = std::size_t{q[3]} << 8 | q[4];
+        const bool step_over = (q[0] == 20 && rlen == 1) || (q[0] == 21 && rlen == kTlsAlertLength);
+        if (step_over) {
+          advance = kTlsRecordHeader + rlen;
+          need_more = left < advance;
+        } else if (q[0] != 22 || !tls_record_major(q[1]) ||
+                   (left > kTlsRecordHeader && q[kTlsRecordHeader] != 1)) {
+          // (0-RTT data may follow the ClientHello in one segment: it was given.)
+          finish(s);
+          return *given != 0 ? Step::kMessages : Step::kDone;
+        } else if (left == kTlsRecordHeader) {
+          need_more = true;
+        } else {
+          set_phase(s, static_cast<uint8_t>(App::kTls));  // read as the first one
+          ph = static_cast<uint8_t>(App::kTls);
+        }
+      }
+    }
+    if (need_more || advance != 0) {
+      // (a record stepped over, or waiting for one's header)
+    } else if (ph == static_cast<uint8_t>(App::kTls)) {
       const TlsClientHello t = detect_tls_client_hello(q, left, scratch_, cap_);
       if (t.status == Frame::kComplete) {
         if (held) ++c_.completed;
+        // What follows is the client's second flight (kTlsAfterHello), which
+        // ends inspection unless it is a ClientHello again.
         message(t.record, t.record_len, App::kTls);
-        finish(s);  // one ClientHello per connection: the rest is encrypted
-        return Step::kMessages;
+        set_phase(s, kTlsAfterHello);
+        advance = t.consumed;
+      } else if (t.status == Frame::kTooLarge) {
+        return overflow(s);
+      } else if (t.status == Frame::kInvalid) {
+        return invalid();
+      } else {
+        need_more = true;
       }
-      if (t.status == Frame::kTooLarge) return overflow(s);
-      if (t.status == Frame::kInvalid) return invalid();
-      need_more = true;
     } else if (ph == static_cast<uint8_t>(App::kDns)) {
       const DnsMessage d = detect_dns_tcp(q, left);
       if (d.status == Frame::kComplete) {
