@@ -206,7 +206,7 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
     if (rte_eth_dev_get_mtu(l.rx_port, &mtu) != 0) mtu = 1500;
     max_frame_.push_back(uint32_t{mtu} + kL2Overhead);
   }
-  // The burst's scratch (~1 MiB: every packet's key arrays) in EAL
+  // The burst's scratch (~1.1 MiB: every packet's key arrays) in EAL
   // hugepages, or with --no-huge in huge-page-advised memory (app/mem), as
   // the flow table: 4 KiB pages would cost TLB misses on every burst.
   scratch_in_eal_ = rte_eal_has_hugepages() != 0;
