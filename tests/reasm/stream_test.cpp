@@ -404,15 +404,46 @@ TEST(Stream, ASecondClientHelloAfterAHelloRetryRequestIsJudged) {
     Harness h;
     Flow f = opened();
     EXPECT_EQ(h.client(f, s, 0, a.size(), true, 40000, 443), Step::kMessages);
-    h.client(f, s, a.size(), cut, true, 40000, 443);
-    if (cut < b.size()) h.client(f, s, a.size() + cut, b.size() - cut, true, 40000, 443);
+    const Step part = h.client(f, s, a.size(), cut, true, 40000, 443);
+    if (cut < b.size()) {
+      EXPECT_EQ(part, Step::kSkip);
+      EXPECT_EQ(h.client(f, s, a.size() + cut, b.size() - cut, true, 40000, 443), Step::kMessages);
+    } else {
+      EXPECT_EQ(part, Step::kMessages);
+    }
     ASSERT_EQ(h.got.size(), 2u);
     const Bytes hs = client_hello("www.blocked.example");
     EXPECT_EQ(h.got[1].substr(5), std::string(hs.begin(), hs.end()));
-    // Then the encrypted rest: done.
-    const std::string app("\x17\x03\x03\x00\x02zz", 7);
-    EXPECT_EQ(h.client(f, s + app, s.size(), app.size(), true, 40000, 443), Step::kDone);
+    // After the second ClientHello inspection is over (one retry per
+    // connection), and no slot is held.
     EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_EQ(h.pool->free_slots(), 4u);
+  }
+  // An empty handshake record before the second ClientHello is stepped
+  // over (OpenSSL takes it).
+  {
+    Harness h;
+    Flow f = opened();
+    Bytes with_empty = {20, 3, 3, 0, 1, 1, 22, 3, 3, 0, 0};
+    append(with_empty, second);
+    const std::string e = a + std::string(with_empty.begin(), with_empty.end());
+    EXPECT_EQ(h.client(f, e, 0, a.size(), true, 40000, 443), Step::kMessages);
+    EXPECT_EQ(h.client(f, e, a.size(), e.size() - a.size(), true, 40000, 443), Step::kMessages);
+    EXPECT_EQ(h.got.size(), 2u);
+  }
+  // A TLS 1.2 encrypted Finished (a handshake record) whose first byte is 1
+  // is no ClientHello: no legacy_version 3,3 behind it. Inspection ends; it
+  // is not read as a ClientHello too large to hold (an overflow).
+  {
+    Harness h;
+    Flow f = opened();
+    Bytes fin = {20, 3, 3, 0, 1, 1, 22, 3, 3, 0, 40, 1, 0xff, 0xff, 0xff, 0x52, 0x9a};
+    fin.resize(6 + 5 + 40, 0x5c);
+    const std::string e = a + std::string(fin.begin(), fin.end());
+    EXPECT_EQ(h.client(f, e, 0, a.size(), true, 40000, 443), Step::kMessages);
+    EXPECT_EQ(h.client(f, e, a.size(), e.size() - a.size(), true, 40000, 443), Step::kDone);
+    EXPECT_EQ(h.insp.counters().overflow, 0u);
+    EXPECT_EQ(h.got.size(), 1u);
   }
   // A TLS 1.2 second flight (ClientKeyExchange) ends inspection; so does
   // 0-RTT data right behind the ClientHello, which is still judged.

@@ -102,7 +102,10 @@ class Emitter {
     const std::size_t total = 1 + n - start;
     // Callers emit at most kMaxNamesPerPacket names, which the budget holds;
     // checked all the same, so that no input can write past it.
-    if (used_ + total > kKeyBytesCapacity || n_ + kMaxHostKeys > kMaxKeysPerPacket) return;
+    if (used_ + total > kKeyBytesCapacity || n_ + kMaxHostKeys > kMaxKeysPerPacket) {
+      out_.malformed = true;  // (never for a frame: the budget holds every name it can carry)
+      return;
+    }
     w[0] = detail::kHostSep;
     for (std::size_t i = start; i < n; ++i) {
       const uint8_t c = detail::ascii_lower(name[i]);

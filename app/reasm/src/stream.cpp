@@ -1,11 +1,13 @@
 #include "cuckoogate/reasm/stream.hpp"
 
+#include <algorithm>
+
 namespace cg::reasm {
 
 namespace {
 
 // StreamRef::bits.
-constexpr uint8_t kPhaseMask = 0x07;  // an App, or one of the two below
+constexpr uint8_t kPhaseMask = 0x07;  // an App, or one of the four below
 constexpr uint8_t kChunked = 4;       // HTTP, inside a chunked body (its head was judged)
 constexpr uint8_t kTlsAfterHello = 5;  // TLS after a ClientHello: a second one may follow a HelloRetryRequest
 constexpr uint8_t kPhaseDone = 6;
@@ -175,8 +177,13 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
   std::size_t pos = 0;
   // Not this protocol after all: a flow whose start was seen is done; at a
   // guessed boundary, the next segment may be one.
+  // Ends the flow's inspection; messages given before in this call stand.
+  auto end_inspection = [&]() -> Step {
+    finish(s);
+    return *given != 0 ? Step::kMessages : Step::kDone;
+  };
   auto invalid = [&]() -> Step {
-    if (sure || *given != 0) return finish(s);
+    if (sure || *given != 0) return end_inspection();
     set_phase(s, 0);
     const auto tries = static_cast<uint8_t>((s.bits >> kTriesShift) + 1);
     if (tries >= kMaxTries) return finish(s);
@@ -222,25 +229,37 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       // ClientKeyExchange. Only after a HelloRetryRequest is it a second
       // ClientHello, in plaintext, and that one is what the server acts on
       // (nginx took a second one naming another server: found by an outside
-      // check). So a ChangeCipherSpec (and a 2-byte alert) is stepped over,
-      // a second ClientHello is judged, and anything else ends inspection.
+      // check). So a ChangeCipherSpec, a 2-byte alert or an empty handshake
+      // record is stepped over, a second ClientHello is judged, and anything
+      // else ends inspection (0-RTT data right behind the ClientHello too:
+      // the ClientHello was given).
+      // A handshake record is taken for a ClientHello by its type byte and,
+      // when the record holds them, its legacy_version 3,3 (RFC 8446 4.1.2:
+      // a retried ClientHello has it): an encrypted TLS 1.2 Finished, also a
+      // handshake record, begins with a 1 once in 256 and would otherwise be
+      // read as a ClientHello too large to hold (an overflow).
+      constexpr std::size_t kHelloVersionEnd = kTlsRecordHeader + 6;  // type, length, legacy_version
       if (left < kTlsRecordHeader) {
         need_more = true;
       } else {
         const std::size_t rlen = std::size_t{q[3]} << 8 | q[4];
-        const bool step_over = (q[0] == 20 && rlen == 1) || (q[0] == 21 && rlen == kTlsAlertLength);
+        const bool step_over = (q[0] == 20 && rlen == 1) || (q[0] == 21 && rlen == kTlsAlertLength) ||
+                               (q[0] == 22 && rlen == 0 && tls_record_major(q[1]));
         if (step_over) {
           advance = kTlsRecordHeader + rlen;
           need_more = left < advance;
-        } else if (q[0] != 22 || !tls_record_major(q[1]) ||
-                   (left > kTlsRecordHeader && q[kTlsRecordHeader] != 1)) {
-          // (0-RTT data may follow the ClientHello in one segment: it was given.)
-          finish(s);
-          return *given != 0 ? Step::kMessages : Step::kDone;
-        } else if (left == kTlsRecordHeader) {
+        } else if (q[0] != 22 || !tls_record_major(q[1])) {
+          return end_inspection();
+        } else if (left < std::min(kTlsRecordHeader + rlen, kHelloVersionEnd)) {
           need_more = true;
+        } else if (q[kTlsRecordHeader] != kTlsClientHelloType ||
+                   (rlen >= kHelloVersionEnd - kTlsRecordHeader && (q[9] != 3 || q[10] != 3))) {
+          return end_inspection();
         } else {
-          set_phase(s, static_cast<uint8_t>(App::kTls));  // read as the first one
+          // Read as the first one was; the tries bits (unused once a message
+          // was given) mark it the second: after it, inspection ends.
+          set_phase(s, static_cast<uint8_t>(App::kTls));
+          s.bits = static_cast<uint8_t>(s.bits | (3u << kTriesShift));
           ph = static_cast<uint8_t>(App::kTls);
         }
       }
@@ -251,9 +270,13 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       const TlsClientHello t = detect_tls_client_hello(q, left, scratch_, cap_);
       if (t.status == Frame::kComplete) {
         if (held) ++c_.completed;
-        // What follows is the client's second flight (kTlsAfterHello), which
-        // ends inspection unless it is a ClientHello again.
+        // What follows the first is the client's second flight
+        // (kTlsAfterHello), which ends inspection unless it is a ClientHello
+        // again; after the second (one HelloRetryRequest per connection,
+        // RFC 8446 4.1.4) inspection ends.
+        const bool second = ((s.bits >> kTriesShift) & 3u) == 3u;
         message(t.record, t.record_len, App::kTls);
+        if (second) return end_inspection();
         set_phase(s, kTlsAfterHello);
         advance = t.consumed;
       } else if (t.status == Frame::kTooLarge) {

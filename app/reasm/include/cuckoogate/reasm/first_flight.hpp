@@ -23,6 +23,7 @@ enum class Frame : uint8_t {
 
 inline constexpr std::size_t kTlsRecordHeader = 5;
 inline constexpr std::size_t kTlsAlertLength = 2;  // an alert record's payload: level, description
+inline constexpr uint8_t kTlsClientHelloType = 1;  // handshake message type
 // A record version's first byte a server takes in a ClientHello's records:
 // 3 is TLS; Go's crypto/tls takes any version below 0x1000 before the
 // version is agreed (OpenSSL only 3), so the detector does too.

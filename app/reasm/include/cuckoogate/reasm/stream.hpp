@@ -22,8 +22,10 @@ enum class App : uint8_t { kUnknown = 0, kTls = 1, kHttp = 2, kDns = 3 };
 
 // A flow's inspection state: nine bytes of the caller's flow entry, all zero
 // when the entry is created (then: nothing known). `bits` layout (stream.cpp):
-// phase (3 bits: app, done, dropped), next known, client known, client is
-// the responder, tries (2 bits).
+// phase (3 bits: app, HTTP chunked body, TLS after a ClientHello, done,
+// dropped), next known, client known, client is the responder, tries (2
+// bits; once a message was given, 3 marks a TLS connection's second
+// ClientHello).
 struct StreamRef {
   uint32_t& handle;  // the Pool slot holding an unfinished message, 0: none
   uint32_t& next;    // sequence number where the client's next message starts (if known)
