@@ -221,8 +221,6 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       ph = static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 || q[0] == 21 ? App::kTls : App::kHttp);
       set_phase(s, ph);
     }
-    std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
-    bool need_more = false;
     if (ph == kTlsAfterHello) {
       // After a ClientHello the client's next records are its second flight:
       // TLS 1.3's ChangeCipherSpec and encrypted records, or TLS 1.2's
@@ -239,34 +237,29 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       // handshake record, begins with a 1 once in 256 and would otherwise be
       // read as a ClientHello too large to hold (an overflow).
       constexpr std::size_t kHelloVersionEnd = kTlsRecordHeader + 6;  // type, length, legacy_version
-      if (left < kTlsRecordHeader) {
-        need_more = true;
-      } else {
-        const std::size_t rlen = std::size_t{q[3]} << 8 | q[4];
-        const bool step_over = (q[0] == 20 && rlen == 1) || (q[0] == 21 && rlen == kTlsAlertLength) ||
-                               (q[0] == 22 && rlen == 0 && tls_record_major(q[1]));
-        if (step_over) {
-          advance = kTlsRecordHeader + rlen;
-          need_more = left < advance;
-        } else if (q[0] != 22 || !tls_record_major(q[1])) {
-          return end_inspection();
-        } else if (left < std::min(kTlsRecordHeader + rlen, kHelloVersionEnd)) {
-          need_more = true;
-        } else if (q[kTlsRecordHeader] != kTlsClientHelloType ||
-                   (rlen >= kHelloVersionEnd - kTlsRecordHeader && (q[9] != 3 || q[10] != 3))) {
-          return end_inspection();
-        } else {
-          // Read as the first one was; the tries bits (unused once a message
-          // was given) mark it the second: after it, inspection ends.
-          set_phase(s, static_cast<uint8_t>(App::kTls));
-          s.bits = static_cast<uint8_t>(s.bits | (3u << kTriesShift));
-          ph = static_cast<uint8_t>(App::kTls);
-        }
+      if (left < kTlsRecordHeader) break;  // wait for the record's header
+      const std::size_t rlen = std::size_t{q[3]} << 8 | q[4];
+      const bool step_over = (q[0] == 20 && rlen == 1) || (q[0] == 21 && rlen == kTlsAlertLength) ||
+                             (q[0] == 22 && rlen == 0 && tls_record_major(q[1]));
+      if (step_over) {
+        if (left < kTlsRecordHeader + rlen) break;  // wait for the whole record
+        pos += kTlsRecordHeader + rlen;
+        continue;
       }
+      if (q[0] != 22 || !tls_record_major(q[1])) return end_inspection();
+      if (left < std::min(kTlsRecordHeader + rlen, kHelloVersionEnd)) break;
+      if (q[kTlsRecordHeader] != kTlsClientHelloType ||
+          (rlen >= kHelloVersionEnd - kTlsRecordHeader && (q[9] != 3 || q[10] != 3)))
+        return end_inspection();
+      // Read as the first one was; the tries bits (unused once a message
+      // was given) mark it the second: after it, inspection ends.
+      set_phase(s, static_cast<uint8_t>(App::kTls));
+      s.bits = static_cast<uint8_t>(s.bits | (3u << kTriesShift));
+      ph = static_cast<uint8_t>(App::kTls);
     }
-    if (need_more || advance != 0) {
-      // (a record stepped over, or waiting for one's header)
-    } else if (ph == static_cast<uint8_t>(App::kTls)) {
+    std::size_t advance = 0;  // bytes of this message (may reach past n: a body)
+    bool need_more = false;
+    if (ph == static_cast<uint8_t>(App::kTls)) {
       const TlsClientHello t = detect_tls_client_hello(q, left, scratch_, cap_);
       if (t.status == Frame::kComplete) {
         if (held) ++c_.completed;
@@ -334,8 +327,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
           // ends as pass (a large upload is not dropped). Taking the length
           // modulo 2^32 misplaced it: a 2^32 + 41-byte body let the next
           // request be read 41 bytes in (found by an outside check).
-          finish(s);
-          return Step::kMessages;
+          return end_inspection();  // (the head was given)
         } else {
           advance = static_cast<std::size_t>(h.next);
         }
