@@ -30,14 +30,16 @@ constexpr std::uint64_t kAddedMask = (std::uint64_t{1} << PackedMeta::kAddedBits
 constexpr std::uint64_t kSideBit = std::uint64_t{1} << 63;
 }  // namespace
 
-bool PackedMeta::fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id) noexcept {
-  return text.empty() && added_unix_ms >= kAddedMin && added_unix_ms <= kAddedMax && set_id < (1U << kSetBits);
+bool PackedMeta::fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id,
+                      std::uint8_t action) noexcept {
+  return text.empty() && action == 0 && added_unix_ms >= kAddedMin && added_unix_ms <= kAddedMax &&
+         set_id < (1U << kSetBits);
 }
 
 PackedMeta::PackedMeta(std::uint64_t id_, std::int64_t added_unix_ms, std::int64_t expiry, std::string_view text,
-                       std::uint32_t set_id) noexcept
+                       std::uint32_t set_id, std::uint8_t action) noexcept
     : id(id_), expiry_unix_ms(expiry) {
-  if (!fits(added_unix_ms, text, set_id)) {
+  if (!fits(added_unix_ms, text, set_id, action)) {
     word_ = kSideBit;
     return;
   }
@@ -46,7 +48,7 @@ PackedMeta::PackedMeta(std::uint64_t id_, std::int64_t added_unix_ms, std::int64
 }
 
 PackedMeta::PackedMeta(const RuleMeta& m) noexcept
-    : PackedMeta(m.id, m.added_unix_ms, m.expiry_unix_ms, m.text.view(), m.set_id) {}
+    : PackedMeta(m.id, m.added_unix_ms, m.expiry_unix_ms, m.text.view(), m.set_id, m.action) {}
 
 bool RuleStore::unpack(std::string_view key, const PackedMeta& p, RuleMeta* out) const {
   out->id = p.id;
@@ -54,6 +56,7 @@ bool RuleStore::unpack(std::string_view key, const PackedMeta& p, RuleMeta* out)
   if (!p.has_side()) {
     out->added_unix_ms = p.added_unix_ms();
     out->set_id = p.set_id();
+    out->action = 0;
     if (!out->text.empty()) out->text = StoredText();
     return true;
   }
@@ -61,6 +64,7 @@ bool RuleStore::unpack(std::string_view key, const PackedMeta& p, RuleMeta* out)
   if (!s || s->id != p.id) return false;
   out->added_unix_ms = s->added_unix_ms;
   out->set_id = s->set_id;
+  out->action = s->action;
   out->text = std::move(s->text);
   return true;
 }
@@ -109,14 +113,14 @@ const RuleMeta* RuleStore::Finder::find(std::string_view key) {
 }
 
 void RuleStore::insert_side(std::string_view key, const RuleMeta& m) {
-  if (PackedMeta::fits(m.added_unix_ms, m.text.view(), m.set_id)) return;
+  if (PackedMeta::fits(m.added_unix_ms, m.text.view(), m.set_id, m.action)) return;
   // erase_rule() took any earlier rule's entry of this key out with its node.
   // One can be left only by an insert whose entry went in and whose node did
   // not (bad_alloc); it is replaced, so that no node meets an entry of another
   // id for good (get() would retry forever).
-  if (side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id}) == InsertResult::exists) {
+  if (side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id, m.action}) == InsertResult::exists) {
     side_.erase(key);
-    side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id});
+    side_.insert(key, SideMeta{m.id, m.added_unix_ms, m.text, m.set_id, m.action});
   }
 }
 
@@ -141,6 +145,7 @@ bool RuleStore::erase_rule(std::string_view key, RuleMeta* removed) {
     removed->expiry_unix_ms = p.expiry_unix_ms;
     removed->added_unix_ms = s.added_unix_ms;
     removed->set_id = s.set_id;
+    removed->action = s.action;
     removed->text = std::move(s.text);
   }
   return true;
@@ -237,7 +242,7 @@ void RuleStore::apply_replay(std::string_view payload, Status* error) {
 void RuleStore::replay_record(StoreRecord&& r) {
   switch (r.op) {
     case RecordOp::add: {
-      const RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)};
+      const RuleMeta m{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set), r.action};
       // The node first, its side entry after: open() has no concurrent
       // readers (insert_rule's order is for them), and a present rule's side
       // entry must still be its own when erase_rule reads it below (its set
@@ -328,15 +333,15 @@ RuleStore::AddRequest span_request(const void* ctx, std::size_t i) {
 }  // namespace
 
 Status RuleStore::add(std::string_view key, std::string_view text, std::int64_t ttl_ms,
-                      RuleMeta* added) {
-  const AddRequest req{key, text, ttl_ms, {}};
+                      RuleMeta* added, std::uint8_t action) {
+  const AddRequest req{key, text, ttl_ms, {}, action};
   std::vector<Errc> res;
   if (Status s = add_many({1, &span_request, &req}, &res, added); !s.ok()) return s;
   switch (res[0]) {
     case Errc::ok:
       return Status::Ok();
     case Errc::exists: return {Errc::exists, "rule already present"};
-    case Errc::updated: return {Errc::updated, "rule present, expiry replaced"};
+    case Errc::updated: return {Errc::updated, "rule present, expiry or action replaced"};
     default:
       return {Errc::invalid_argument,
               key.empty() ? "empty key" : (ttl_ms < 0 ? "negative ttl" : "rule too large")};
@@ -357,13 +362,14 @@ bool add_is_valid(std::string_view key, std::string_view text, std::int64_t ttl_
   return !key.empty() && ttl_ms >= 0 && key.size() + text.size() + kStoreRecordFixed <= kMaxPayload;
 }
 
-// The record of an add. `present`: the rule exists and only its lifetime is
-// replaced (same id, text and added time; replay of an add replaces).
-StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t ttl_ms,
+// The record of an add. `present`: the rule exists and only its lifetime and
+// action are replaced (same id, text and added time; replay of an add replaces).
+StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t ttl_ms, std::uint8_t action,
                        std::int64_t now, const RuleMeta* present, std::string set, std::uint64_t* next_id) {
   StoreRecord r;
   r.op = RecordOp::add;
   r.set = std::move(set);
+  r.action = action;
   if (present != nullptr) {
     r.id = present->id;
     r.added_unix_ms = present->added_unix_ms;
@@ -378,10 +384,10 @@ StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t
   return r;
 }
 
-// What an add of a rule with lifetime ttl_ms does to a present rule that
-// expires at expiry_unix_ms (0: never).
-Errc add_onto_present(std::int64_t expiry_unix_ms, std::int64_t ttl_ms) {
-  return expiry_unix_ms == 0 && ttl_ms == 0 ? Errc::exists : Errc::updated;
+// What an add of a rule with lifetime ttl_ms and this action does to a
+// present rule `m` (expiry 0: never).
+Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms, std::uint8_t action) {
+  return m.expiry_unix_ms == 0 && ttl_ms == 0 && m.action == action ? Errc::exists : Errc::updated;
 }
 
 }  // namespace
@@ -404,7 +410,7 @@ void RuleStore::apply_in_memory(StoreRecord&& r) {
   RuleMeta old;
   if (erase_rule(r.key, &old) && old.expiry_unix_ms != 0) ttl_.cancel(old.expiry_unix_ms, r.key);
   if (r.expiry_unix_ms != 0) ttl_.schedule(r.expiry_unix_ms, r.key);
-  insert_rule(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set)});
+  insert_rule(r.key, RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, std::move(r.text), intern_set(r.set), r.action});
 }
 
 std::uint32_t RuleStore::intern_set(std::string_view name) {
@@ -531,15 +537,15 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
         ++next_id;
         continue;
       }
-      if (add_onto_present(p->expiry_unix_ms, q.ttl_ms) == Errc::exists) {
+      RuleMeta present;
+      unpack(q.key, *p, &present);  // writers are serialised: its side entry is there
+      if (add_onto_present(present, q.ttl_ms, q.action) == Errc::exists) {
         (*results)[i] = Errc::exists;
         continue;
       }
       (*results)[i] = Errc::updated;
-      RuleMeta present;
-      unpack(q.key, *p, &present);  // writers are serialised: its side entry is there
       std::uint64_t unused = 0;     // a present rule keeps its id
-      recs.push_back(add_record(q.key, q.text, q.ttl_ms, now, &present, set_name(present.set_id), &unused));
+      recs.push_back(add_record(q.key, q.text, q.ttl_ms, q.action, now, &present, set_name(present.set_id), &unused));
       updates.push_back(static_cast<std::uint32_t>(entries.size()));
       entries.push_back(i);
       hints.push_back(Hint());
@@ -576,7 +582,7 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
         encode_record(*r, &payload);
       } else {
         const AddRequest q = reqs[entries[e]];
-        encode_add_record(w.id++, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, &payload);
+        encode_add_record(w.id++, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, q.action, &payload);
       }
       if (st = log_->append(payload); !st.ok()) break;
     }
@@ -662,12 +668,14 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
     }
     const std::int64_t expiry = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
     if (first_added != nullptr) {
-      *first_added = RuleMeta{id, now, expiry, q.text, last_set_id};
+      *first_added = RuleMeta{id, now, expiry, q.text, last_set_id, q.action};
       first_added = nullptr;
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
-    if (!PackedMeta::fits(now, q.text, last_set_id)) insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id});
-    if (inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id), use_hints ? hints[e] : Hint()) ==
+    if (!PackedMeta::fits(now, q.text, last_set_id, q.action))
+      insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id, q.action});
+    if (inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id, q.action),
+                        use_hints ? hints[e] : Hint()) ==
         InsertResult::inserted)
       count_set(last_set_id, true);
   }
@@ -737,12 +745,12 @@ Status RuleStore::apply(std::span<const Change> changes, std::vector<Errc>* resu
       cur.reset();
     } else {
       if (cur) {
-        (*results)[i] = add_onto_present(cur->expiry_unix_ms, c.ttl_ms);
+        (*results)[i] = add_onto_present(*cur, c.ttl_ms, c.action);
         if ((*results)[i] == Errc::exists) continue;
       }
-      StoreRecord r = add_record(c.key, c.text, c.ttl_ms, now, cur ? &*cur : nullptr,
+      StoreRecord r = add_record(c.key, c.text, c.ttl_ms, c.action, now, cur ? &*cur : nullptr,
                                  cur ? set_name(cur->set_id) : std::string(c.set), &next_id);
-      cur = RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, r.text, intern_set(r.set)};
+      cur = RuleMeta{r.id, r.added_unix_ms, r.expiry_unix_ms, r.text, intern_set(r.set), r.action};
       recs.push_back(std::move(r));
     }
     which.push_back(i);
@@ -813,10 +821,11 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         continue;
       }
       if (cur) {
-        (*results)[i] = add_onto_present(cur->expiry_unix_ms, c.ttl_ms);
+        (*results)[i] = add_onto_present(*cur, c.ttl_ms, c.action);
         if ((*results)[i] == Errc::exists) continue;
-        updates.push_back(add_record(c.key, c.text, c.ttl_ms, now, &*cur, set_name(cur->set_id), &next_id));
+        updates.push_back(add_record(c.key, c.text, c.ttl_ms, c.action, now, &*cur, set_name(cur->set_id), &next_id));
         cur->expiry_unix_ms = updates.back().expiry_unix_ms;
+        cur->action = c.action;
         steps.push_back({at, Kind::update, 0, 0});
         continue;
       }
@@ -825,7 +834,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         last_set_id = intern_set(c.set);
       }
       const std::uint64_t id = next_id++;
-      cur = RuleMeta{id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.text, last_set_id};
+      cur = RuleMeta{id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.text, last_set_id, c.action};
       steps.push_back({at, Kind::fresh, last_set_id, id});
     }
   }  // the finder's pin ends before the journal's I/O
@@ -853,7 +862,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
       switch (s.kind) {
         case Kind::fresh:
           payload.clear();
-          encode_add_record(s.id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.key, c.set, c.text, &payload);
+          encode_add_record(s.id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.key, c.set, c.text, c.action, &payload);
           st = log_->append(payload);
           break;
         case Kind::update: put(updates[u++]); break;
@@ -883,8 +892,9 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
       case Kind::fresh: {
         const std::int64_t expiry = c.ttl_ms > 0 ? now + c.ttl_ms : 0;
         if (expiry != 0) ttl_.schedule(expiry, c.key);
-        if (!PackedMeta::fits(now, c.text, s.set_id)) insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id});
-        if (inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id)) == InsertResult::inserted)
+        if (!PackedMeta::fits(now, c.text, s.set_id, c.action))
+          insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id, c.action});
+        if (inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id, c.action)) == InsertResult::inserted)
           count_set(s.set_id, true);
         break;
       }
@@ -967,6 +977,7 @@ Status RuleStore::move(std::span<const Move> moves, std::vector<Errc>* results) 
       add.key.assign(mv.to);
       add.text.assign(moved.text);
       add.set = set_name(moved.set_id);
+      add.action = moved.action;
       recs.push_back(std::move(add));
     }
     (*results)[i] = to ? Errc::exists : Errc::ok;
@@ -1063,6 +1074,7 @@ Status RuleStore::snapshot() {
     r.key.assign(c.key());
     r.text.assign(m.text);
     r.set = set_name(m.set_id);
+    r.action = m.action;
     payload->clear();
     encode_record(r, payload);
     return true;

@@ -104,6 +104,7 @@ struct RuleMeta {
   std::int64_t expiry_unix_ms = 0;   // 0 = never expires
   StoredText text;                   // as given to add ("" in the gateway: see docs/store.md)
   std::uint32_t set_id = 0;          // its named set (RuleStore::set_name); 0 = "default"
+  std::uint8_t action = 0;           // the caller's per-rule byte, as the latest add gave it (0 = none)
   bool operator==(const RuleMeta&) const = default;
 };
 
@@ -115,8 +116,9 @@ inline std::size_t value_heap_bytes(const RuleMeta& m) noexcept { return m.text.
 // are; the added time (48-bit signed milliseconds, years -2489..6429) and the
 // set id (15 bits) share one word whose top bit marks a rule with a side
 // entry instead: one with a text (older state, or a caller that gives one),
-// or an added time or set id outside those ranges. Such a rule's added time,
-// set id and text are in the store's side table (SideMeta, by key).
+// an action (the gateway's per-rule reject: few rules), or an added time or
+// set id outside those ranges. Such a rule's added time, set id, action and
+// text are in the store's side table (SideMeta, by key).
 class PackedMeta {
  public:
   static constexpr int kAddedBits = 48;
@@ -125,9 +127,10 @@ class PackedMeta {
   // m without its side part (has_side() when m does not fit).
   explicit PackedMeta(const RuleMeta& m) noexcept;
   PackedMeta(std::uint64_t id, std::int64_t added_unix_ms, std::int64_t expiry_unix_ms, std::string_view text,
-             std::uint32_t set_id) noexcept;
+             std::uint32_t set_id, std::uint8_t action = 0) noexcept;
   // Whether a rule with these values packs without a side entry.
-  static bool fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id) noexcept;
+  static bool fits(std::int64_t added_unix_ms, std::string_view text, std::uint32_t set_id,
+                   std::uint8_t action = 0) noexcept;
 
   std::uint64_t id = 0;
   std::int64_t expiry_unix_ms = 0;  // 0 = never expires
@@ -154,6 +157,7 @@ struct SideMeta {
   std::int64_t added_unix_ms = 0;
   StoredText text;
   std::uint32_t set_id = 0;
+  std::uint8_t action = 0;
 };
 inline std::size_t value_heap_bytes(const SideMeta& m) noexcept { return m.text.heap_bytes(); }
 
@@ -173,6 +177,7 @@ class RuleStore {
     std::string_view text;
     std::int64_t ttl_ms = 0;  // 0 = no expiry
     std::string_view set = {};  // named set of a new rule ("" = default); a present rule keeps its own
+    std::uint8_t action = 0;    // the rule's action byte (0 = none); the latest add's replaces a present one's
   };
   struct Removed {
     std::string key;
@@ -224,14 +229,16 @@ class RuleStore {
   ~RuleStore();
 
   // The latest add defines a rule's lifetime (as `ipset add -exist` refreshes
-  // a timeout): an add of a present key with ttl_ms > 0, or of a present key
-  // that has an expiry, replaces the expiry (its id, text and added time stay).
+  // a timeout) and its action: an add of a present key with ttl_ms > 0, of a
+  // present key that has an expiry, or with another action than the present
+  // rule's, replaces its expiry and action (its id, text, set and added time
+  // stay).
   //
-  // ok (rule stored, *added filled), exists (present, both without expiry:
-  // nothing written), updated (present: the expiry was replaced),
-  // invalid_argument (empty key, negative ttl, too large), io_error.
+  // ok (rule stored, *added filled), exists (present, both without expiry,
+  // the same action: nothing written), updated (present: expiry and action
+  // replaced), invalid_argument (empty key, negative ttl, too large), io_error.
   Status add(std::string_view key, std::string_view text, std::int64_t ttl_ms = 0,
-             RuleMeta* added = nullptr);
+             RuleMeta* added = nullptr, std::uint8_t action = 0);
   // Like add() for many rules with one fsync. results[i] is ok / exists /
   // updated / invalid_argument for reqs[i] (duplicates inside the batch: the
   // first wins, later ones report exists). The return value is ok or the I/O
@@ -252,6 +259,7 @@ class RuleStore {
     std::string_view text;    // add only
     std::int64_t ttl_ms = 0;  // add only; 0 = no expiry
     std::string_view set = {};  // add only: as AddRequest::set
+    std::uint8_t action = 0;    // add only: as AddRequest::action
   };
   // Applies the changes in order, each seeing the effect of those before it
   // (add: ok / exists / updated / invalid_argument as for add(); del: ok /
