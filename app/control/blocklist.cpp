@@ -201,7 +201,8 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   b->prefixes_ = std::make_unique<PrefixTables>(&b->tables_, po);
   b->removed_at_ = reserve_slot_array(b->max_slots_);
   b->base_ = reserve_slot_array(b->max_slots_);
-  if (b->removed_at_ == nullptr || b->base_ == nullptr) {
+  b->actions_ = reserve_slot_array<uint8_t>(b->max_slots_);
+  if (b->removed_at_ == nullptr || b->base_ == nullptr || b->actions_ == nullptr) {
     *err = "cannot reserve the rule slot generations for " + std::to_string(b->max_slots_) +
            " rules (lower gateway.max_memory)";
     return nullptr;
@@ -298,6 +299,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
   std::array<Rule, kGroup> rules;
   std::array<Keys, kGroup> keys;
   std::array<const Key128*, kGroup> key128;
+  std::array<RuleAction, kGroup> actions;
   auto c = b->store_->list();
   for (bool more = c.next(); more;) {
     std::size_t m = 0;
@@ -311,6 +313,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
         return nullptr;
       }
       rules[m] = std::move(*r);
+      actions[m] = static_cast<RuleAction>(c.value().action);
       keys[m] = b->keys_of(rules[m]);
       key128[m] = &keys[m].key;
       b->filter_->prefetch_insert(keys[m].hash);
@@ -318,7 +321,7 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
     b->exact_->prefetch(key128.data(), static_cast<uint32_t>(m));
     for (std::size_t t = 0; t < m; ++t) {
       const Rule& r = rules[t];
-      if (!b->insert_keys(keys[t], r.kind, r.prefix_len ? &r : nullptr)) {
+      if (!b->insert_keys(keys[t], r.kind, r.prefix_len ? &r : nullptr, actions[t])) {
         *err = "rule state in '" + o.state_dir + "': cannot restore '" + format_rule(r) + "': " + b->last_error_;
         return nullptr;
       }
@@ -333,6 +336,7 @@ Blocklist::~Blocklist() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
   release_slot_array(removed_at_, max_slots_);
   release_slot_array(base_, max_slots_);
+  release_slot_array(actions_, max_slots_);
 }
 
 void Blocklist::bump_generation(bool added) noexcept {
@@ -372,7 +376,7 @@ void Blocklist::count_kind(RuleKind k, int delta) {
   if (want != m) kind_mask_.store(want, std::memory_order_release);
 }
 
-uint32_t Blocklist::take_slot() {
+uint32_t Blocklist::take_slot(RuleAction action) {
   uint32_t s;
   const bool reused = !free_slots_.empty();
   if (reused) {
@@ -391,7 +395,26 @@ uint32_t Blocklist::take_slot() {
   // counters only to read zeros: 1.5 % of its control thread).
   // Relaxed: base_ is the control thread's alone.
   if (reused) base_[s].store(hit_reader_ ? hit_reader_(s) : 0, std::memory_order_relaxed);
+  // The rule's action, before the exact-set insert publishes the slot
+  // (slot_actions()); a fresh slot's byte is 0 (kDefault) and is left
+  // untouched for a default rule, as the counters are.
+  // release: orders it before the exact set's publication of the slot as
+  // well (that is a release store too), for the prefix tables' readers.
+  if (reused || action != RuleAction::kDefault)
+    actions_[s].store(static_cast<uint8_t>(action), std::memory_order_release);
   return s;
+}
+
+void Blocklist::set_action(const Rule& r, RuleAction action) {
+  const int64_t s = exact_->slot_of(keys_of(r).key);
+  // relaxed: a byte the workers read at their next drop; nothing else is
+  // published through it (the rule itself did not change).
+  if (s >= 0) actions_[s].store(static_cast<uint8_t>(action), std::memory_order_relaxed);
+}
+
+RuleAction Blocklist::action(const Rule& r) const {
+  const std::optional<store::RuleMeta> m = store_->get(rule_order_key(r));
+  return m ? static_cast<RuleAction>(m->action) : RuleAction::kDefault;
 }
 
 uint64_t Blocklist::hits(const Rule& r) const {
@@ -402,13 +425,13 @@ uint64_t Blocklist::hits(const Rule& r) const {
   return hit_reader_(slot) - base_[slot].load(std::memory_order_relaxed);
 }
 
-bool Blocklist::insert_lookup(const Rule& r, bool pend) {
-  if (!insert_keys(keys_of(r), r.kind, r.prefix_len ? &r : nullptr)) return false;
+bool Blocklist::insert_lookup(const Rule& r, bool pend, RuleAction action) {
+  if (!insert_keys(keys_of(r), r.kind, r.prefix_len ? &r : nullptr, action)) return false;
   if (!restoring_ && pend) pending_.push_back(&r);  // in the tables, not in the store yet
   return true;
 }
 
-bool Blocklist::insert_keys(const Keys& k, RuleKind kind, const Rule* prefix) {
+bool Blocklist::insert_keys(const Keys& k, RuleKind kind, const Rule* prefix, RuleAction action) {
   if (next_slot_.load(std::memory_order_relaxed) >= max_slots_ && free_slots_.empty()) {
     last_error_ = "max_memory reached: all " + std::to_string(max_slots_) + " rule slots in use";
     return false;
@@ -428,7 +451,7 @@ bool Blocklist::insert_keys(const Keys& k, RuleKind kind, const Rule* prefix) {
       return false;
     }
   }
-  const uint32_t slot = take_slot();
+  const uint32_t slot = take_slot(action);
   const bool in_exact = exact_->add(k.key, kind, slot) == 0;
   // A prefix rule enters the workers' prefix lookup last (its LPM entry
   // names the slot taken above); the generation bump below publishes it.
@@ -471,11 +494,12 @@ void Blocklist::remove_stored(std::string_view order_key) {
   if (const std::optional<Rule> r = rule_from_order_key(order_key)) remove_lookup(*r);
 }
 
-Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms) {
-  switch (apply({Change{Change::Op::kAdd, r, ttl_ms, {}}}, false)[0]) {
+Blocklist::Result Blocklist::add(const Rule& r, int64_t ttl_ms, RuleAction action) {
+  switch (apply({Change{Change::Op::kAdd, r, ttl_ms, {}, action}}, false)[0]) {
     case Outcome::kAdded: return Result::kOk;
     case Outcome::kExists: return Result::kExists;
-    case Outcome::kUpdated: return Result::kUpdated;
+    case Outcome::kUpdated:
+    case Outcome::kActionUpdated: return Result::kUpdated;
     case Outcome::kFull: return Result::kFull;
     default: return Result::kIoError;
   }
@@ -507,11 +531,14 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     bool present = false;
     bool inserted_here = false;
     bool remove_after_sync = false;
+    bool expiring = false;  // present with an expiry (after the changes so far)
+    RuleAction action = RuleAction::kDefault;  // and its action
     const Rule* rule = nullptr;
   };
   std::unordered_map<std::string, Touch> touched;
   const PendingScope pending(pending_);
   std::vector<std::string> orders(n);
+  std::vector<bool> action_only(n);
   std::vector<store::RuleStore::Change> sc;
   std::vector<std::size_t> sc_of;  // change index of each store change
   sc.reserve(n);
@@ -526,8 +553,18 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     auto [it, fresh] = touched.try_emplace(orders[i]);
     Touch& t = it->second;
     if (fresh) {
-      t.present = store_->contains(orders[i]);
+      const std::optional<store::RuleMeta> m = store_->get(orders[i]);
+      t.present = m.has_value();
+      t.expiring = m && m->expiry_unix_ms != 0;
+      t.action = m ? static_cast<RuleAction>(m->action) : RuleAction::kDefault;
       t.rule = &c.rule;
+    }
+    // An add onto a present rule that changes only its action (what the
+    // store answers `updated` for is told apart for the reply).
+    action_only[i] = c.op == Change::Op::kAdd && t.present && !t.expiring && c.ttl_ms == 0 && c.action != t.action;
+    if (c.op == Change::Op::kAdd) {
+      t.expiring = c.ttl_ms > 0;
+      t.action = c.action;
     }
     Outcome fail = Outcome::kNotApplied;
     if (c.op != Change::Op::kAdd) {
@@ -544,7 +581,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     } else if (!t.present) {
       if (t.remove_after_sync) {
         t.remove_after_sync = false;  // deleted earlier in this group: its lookup entry stays
-      } else if (!insert_lookup(c.rule)) {  // also refuses past the capacity (no free slot)
+      } else if (!insert_lookup(c.rule, /*pend=*/true, c.action)) {  // also refuses past the capacity (no free slot)
         fail = Outcome::kFull;
       } else {
         t.inserted_here = true;
@@ -563,7 +600,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     }
     sc.push_back({c.op == Change::Op::kAdd ? store::RuleStore::Change::Op::add
                                            : store::RuleStore::Change::Op::del,
-                  orders[i], {}, c.ttl_ms, store_set_name(c.set)});  // no text: the key is the rule
+                  orders[i], {}, c.ttl_ms, store_set_name(c.set), static_cast<uint8_t>(c.action)});  // no text: the key is the rule
     sc_of.push_back(i);
   }
   std::vector<store::Errc> res;
@@ -583,11 +620,17 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     switch (res[k]) {
       case store::Errc::ok: out[i] = add ? Outcome::kAdded : Outcome::kDeleted; break;
       case store::Errc::exists: out[i] = Outcome::kExists; break;
-      case store::Errc::updated: out[i] = Outcome::kUpdated; break;
+      case store::Errc::updated: out[i] = action_only[i] ? Outcome::kActionUpdated : Outcome::kUpdated; break;
       case store::Errc::absent: out[i] = Outcome::kAbsent; break;
       default: out[i] = Outcome::kFull; break;  // invalid_argument: a record too large to journal
     }
   }
+  // The actions, in order: a rule's last add in the group sets it last. (A
+  // rule inserted here has it already; one deleted and added again in the
+  // group kept its lookup entry, whose slot has the old rule's.)
+  for (std::size_t i = 0; i < n; ++i)
+    if (out[i] == Outcome::kAdded || out[i] == Outcome::kUpdated || out[i] == Outcome::kActionUpdated)
+      set_action(changes[i].rule, changes[i].action);
   // A change the store refused (an oversized record) must not stay in the
   // lookup structures; rules deleted by the group leave them now, after the sync.
   for (auto& [order, t] : touched) {
@@ -611,7 +654,9 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
   // lookup tables must do so that they end as after applying them in order.
   std::vector<store::RuleStore::Change> sc;
   std::vector<std::pair<uint32_t, uint32_t>> sc_run;  // the [b, e) of each store change's key
-  std::vector<uint32_t> inserts;                      // changes whose rule enters the lookup tables
+  // Changes whose rule enters the lookup tables, with the action it ends with.
+  std::vector<std::pair<uint32_t, RuleAction>> inserts;
+  std::vector<std::pair<uint32_t, RuleAction>> renewed;  // present rules that stay: their action after the sync
   std::vector<uint32_t> removes;                      // changes whose rule leaves them after the sync
   sc.reserve(n);
   sc_run.reserve(n);
@@ -626,6 +671,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
       bool present = was, expiring = was && m->expiry_unix_ms != 0, deleted = false, updated = false;
       uint32_t creator = 0, any = order[b];  // the add that made it present last; any change of the key
       int64_t ttl = 0;                       // the lifetime the last effective add gave it
+      auto action = was ? static_cast<RuleAction>(m->action) : RuleAction::kDefault;  // the same for its action
       for (std::size_t j = b; j < e; ++j) {
         const uint32_t i = order[j];
         const Change& c = changes[i];
@@ -639,13 +685,15 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
           creator = i;
           ttl = c.ttl_ms;
           expiring = c.ttl_ms > 0;
-        } else if (!expiring && c.ttl_ms == 0) {
-          out[i] = Outcome::kExists;  // the latest add defines the lifetime: unchanged
+          action = c.action;
+        } else if (!expiring && c.ttl_ms == 0 && c.action == action) {
+          out[i] = Outcome::kExists;  // the latest add defines lifetime and action: unchanged
         } else {
           out[i] = Outcome::kUpdated;
           updated = true;
           ttl = c.ttl_ms;
           expiring = c.ttl_ms > 0;
+          action = c.action;
         }
       }
       const auto run = std::make_pair(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
@@ -655,13 +703,17 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
         sc_run.push_back(run);
         if (!present) removes.push_back(any);  // else its lookup entry stays, as in apply()
       }
+      const auto stored_action = static_cast<uint8_t>(action);
       if (present && (!was || deleted)) {
-        if (!was) inserts.push_back(creator);
-        sc.push_back({SOp::add, k, {}, ttl, store_set_name(changes[creator].set)});  // no text: the key is the rule
+        if (!was) inserts.push_back({creator, action});
+        if (was) renewed.push_back({any, action});  // its lookup entry stays: only its action may change
+        sc.push_back({SOp::add, k, {}, ttl, store_set_name(changes[creator].set), stored_action});  // no text: the key is the rule
         sc_run.push_back(run);
       } else if (present && updated) {
-        sc.push_back({SOp::add, k, {}, ttl, {}});  // a lifetime change (the store may find it unchanged)
+        // A lifetime or action change (the store may find it unchanged).
+        sc.push_back({SOp::add, k, {}, ttl, {}, stored_action});
         sc_run.push_back(run);
+        renewed.push_back({any, action});
       }
       b = e;
     }
@@ -672,14 +724,16 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
     const PendingScope pending(pending_);
     bool room = ensure_room(inserts.size());
     std::size_t done = 0;
-    while (room && done < inserts.size() && insert_lookup(changes[inserts[done]].rule)) ++done;
+    while (room && done < inserts.size() &&
+           insert_lookup(changes[inserts[done].first].rule, /*pend=*/true, inserts[done].second))
+      ++done;
     room = room && done == inserts.size();
     if (room) {
       std::vector<store::Errc> res;
       const store::Status st = store_->apply(sc, &res, mark);
       if (!st.ok()) {
         // Not durable, so not acknowledged: undone, as in apply().
-        for (std::size_t j = 0; j < inserts.size(); ++j) remove_lookup(changes[inserts[j]].rule);
+        for (std::size_t j = 0; j < inserts.size(); ++j) remove_lookup(changes[inserts[j].first].rule);
         last_error_ = st.to_string();
         if (mark != nullptr) return std::vector<Outcome>(n, Outcome::kIoError);
         for (const auto& [b, e] : sc_run)
@@ -696,9 +750,10 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
           if (changes[order[j]].op == Change::Op::kAdd) out[order[j]] = Outcome::kFull;
       }
       for (const uint32_t i : removes) remove_lookup(changes[i].rule);
+      for (const auto& [i, a] : renewed) set_action(changes[i].rule, a);
       return out;
     }
-    for (std::size_t j = 0; j < done; ++j) remove_lookup(changes[inserts[j]].rule);
+    for (std::size_t j = 0; j < done; ++j) remove_lookup(changes[inserts[j].first].rule);
   }
   return apply(changes, /*atomic=*/false, mark);
 }
@@ -865,7 +920,7 @@ Blocklist::BatchResult Blocklist::add_batch(const KeyBatch& batch, std::string_v
   } const rq{&reqs, store_set};
   const auto request_at = [](const void* ctx, std::size_t q) -> store::RuleStore::AddRequest {
     const auto& r = *static_cast<const Requests*>(ctx);
-    return {r.reqs->key(q), {}, 0, r.set};
+    return {r.reqs->key(q), {}, 0, r.set, store::kKeepAction};  // a present rule keeps its action
   };
   std::vector<store::Errc> results;
   const store::Status st = store_->add_batch(reqs.size(), request_at, &rq, &results);
@@ -951,7 +1006,8 @@ void Blocklist::maybe_snapshot() {
 
 void Blocklist::for_each(std::optional<RuleKind> kind, std::string_view prefix,
                          const std::function<void(std::string_view, int64_t)>& f) const {
-  for_each_in_set(kind, prefix, std::nullopt, [&](std::string_view text, int64_t ttl, std::string_view) { f(text, ttl); });
+  for_each_in_set(kind, prefix, std::nullopt,
+                  [&](std::string_view text, int64_t ttl, std::string_view, RuleAction) { f(text, ttl); });
 }
 
 void Blocklist::for_each_in_set(std::optional<RuleKind> kind, std::string_view prefix,
@@ -980,7 +1036,7 @@ void Blocklist::for_each_in_set(std::optional<RuleKind> kind, std::string_view p
     const uint32_t id = c.value().set_id;
     while (names.size() <= id) names.emplace_back(shown_set_name(store_->set_name(static_cast<uint32_t>(names.size()))));
     const int64_t exp = c.value().expiry_unix_ms;
-    f(text, exp == 0 ? 0 : (exp > now ? exp - now : 1), names[id]);
+    f(text, exp == 0 ? 0 : (exp > now ? exp - now : 1), names[id], static_cast<RuleAction>(c.value().action));
   }
 }
 
@@ -1070,7 +1126,8 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
     if (which == 1) {
       sc.push_back({SOp::del, del_key(d++), {}, 0, {}});
     } else {
-      sc.push_back({SOp::add, which == 0 ? adds[a++] : renews[r++], {}, 0, name});  // no text: the key is the rule
+      // No text: the key is the rule. A kept rule keeps its action.
+      sc.push_back({SOp::add, which == 0 ? adds[a++] : renews[r++], {}, 0, name, store::kKeepAction});
     }
     fresh.push_back(which == 0);
   }
@@ -1129,19 +1186,6 @@ Blocklist::ReplaceResult Blocklist::replace_set(std::string_view set, const KeyB
 
 // ---- Growth (docs/concurrency.md, "Growth") --------------------------------
 namespace cg {
-
-std::atomic<uint64_t>* Blocklist::reserve_slot_array(std::size_t slots) noexcept {
-  // Anonymous pages read as zero, which is a std::atomic<uint64_t> holding 0
-  // (lock-free, same representation); untouched pages cost no memory.
-  static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == 8);
-  void* p = ::mmap(nullptr, slots * sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<std::atomic<uint64_t>*>(p);
-}
-
-void Blocklist::release_slot_array(std::atomic<uint64_t>* a, std::size_t slots) noexcept {
-  if (a != nullptr) ::munmap(a, slots * sizeof(std::atomic<uint64_t>));
-}
 
 std::size_t Blocklist::table_bytes() const noexcept {
   return filter_->memory_bytes() + exact_->memory_bytes();

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <rte_rcu_qsbr.h>
+#include <sys/mman.h>
 
 #include <array>
 #include <atomic>
@@ -80,9 +81,10 @@ class Blocklist {
 
   enum class Result { kOk, kExists, kUpdated, kAbsent, kFull, kIoError };
   // ttl_ms > 0: the rule expires by itself (expire_due removes it). The latest
-  // add defines the lifetime: on a present rule, kUpdated when the expiry was
-  // replaced (a ttl given, or the rule had one), kExists otherwise.
-  Result add(const Rule& r, int64_t ttl_ms = 0);
+  // add defines the lifetime and the action: on a present rule, kUpdated when
+  // the expiry was replaced (a ttl given, or the rule had one) or the action
+  // changed, kExists otherwise.
+  Result add(const Rule& r, int64_t ttl_ms = 0, RuleAction action = RuleAction::kDefault);
   Result del(const Rule& r);  // kAbsent: not in the blocklist, nothing touched
   bool contains(const Rule& r) const;
   std::size_t size() const noexcept { return store_->size(); }
@@ -93,6 +95,7 @@ class Blocklist {
   // journal sync), or none is (kFull: the filter or the exact set is full;
   // kIoError: the journal could not be written).
   // A present rule that had an expiry becomes permanent (counted as updated).
+  // New rules have the default action; a present rule keeps its own.
   struct BatchResult { std::size_t added = 0, existed = 0, updated = 0; Result result = Result::kOk; };
   // `set`: the named set the new rules join ("" or "default": the default set).
   BatchResult add_batch(const std::vector<Rule>& rules, std::string_view set = {});
@@ -175,9 +178,11 @@ class Blocklist {
     Rule rule;
     int64_t ttl_ms = 0;  // add only; 0 = no expiry
     std::string set = {};  // add only: the named set of a new rule ("" or "default": default)
+    RuleAction action = RuleAction::kDefault;  // add only: the rule's action from now on
   };
   enum class Outcome : uint8_t {
-    kAdded, kExists, kUpdated,  // add
+    kAdded, kExists, kUpdated,  // add (kUpdated: the lifetime replaced, and maybe the action)
+    kActionUpdated,             // add: only the action replaced (apply(); apply_group says kUpdated)
     kDeleted, kAbsent,          // del
     kFull,                      // add: no room (filter path or capacity)
     kIoError,                   // the journal could not be written: nothing applied
@@ -229,8 +234,9 @@ class Blocklist {
   void for_each(std::optional<RuleKind> kind, std::string_view prefix,
                 const std::function<void(std::string_view text, int64_t ttl_left_ms)>& f) const;
   // The same, only the rules of the named set `set` when given, and f also
-  // gets each rule's set name ("default" for the default set).
-  using SetVisitor = std::function<void(std::string_view text, int64_t ttl_left_ms, std::string_view set)>;
+  // gets each rule's set name ("default" for the default set) and action.
+  using SetVisitor = std::function<void(std::string_view text, int64_t ttl_left_ms, std::string_view set,
+                                        RuleAction action)>;
   void for_each_in_set(std::optional<RuleKind> kind, std::string_view prefix,
                        std::optional<std::string_view> set, const SetVisitor& f) const;
 
@@ -279,10 +285,13 @@ class Blocklist {
   // growth frees the tables under it. The control thread never needs it.
   std::unique_lock<std::mutex> lock_tables() const { return std::unique_lock<std::mutex>(tables_mu_); }
   double last_growth_ms() const noexcept { return last_growth_ms_; }
-  // Zeroed per-slot 64-bit counters for max_slots() slots: reserved address
-  // space (MAP_NORESERVE), pages committed only when a slot is first used.
-  static std::atomic<uint64_t>* reserve_slot_array(std::size_t slots) noexcept;
-  static void release_slot_array(std::atomic<uint64_t>* a, std::size_t slots) noexcept;
+  // Zeroed per-slot atomics (64-bit counters, action bytes) for max_slots()
+  // slots: reserved address space (MAP_NORESERVE), pages committed only when
+  // a slot is first used.
+  template <class T = uint64_t>
+  static std::atomic<T>* reserve_slot_array(std::size_t slots) noexcept;
+  template <class T>
+  static void release_slot_array(std::atomic<T>* a, std::size_t slots) noexcept;
 
   // The blocklist generation: bumped (release) after every change of the
   // lookup structures (add, del, expiry, flush, load, undo). A worker reads it
@@ -300,6 +309,15 @@ class Blocklist {
   // same rule iff removed_at[s] < G: the rule was present at G, and a removal
   // since then would have stored a value >= G.
   const std::atomic<uint64_t>* slot_removed_at() const noexcept { return removed_at_; }
+  // Per hit-counter slot: the action of the rule holding it (RuleAction as a
+  // byte). Stored (release) before the exact-set insert that publishes the
+  // slot, so a worker that read the slot from the exact set (acquire) reads
+  // the rule's action, not the slot's previous rule's; an action change of a
+  // present rule is stored after its journal sync and read by the workers'
+  // next drop (relaxed: a byte that orders nothing else).
+  const std::atomic<uint8_t>* slot_actions() const noexcept { return actions_; }
+  // A present rule's action (kDefault if absent).
+  RuleAction action(const Rule& r) const;
   bool durable() const noexcept { return store_->durable(); }
   const std::string& last_error() const noexcept { return last_error_; }
   // The state directory's health for `info`: the journal refuses changes
@@ -323,10 +341,12 @@ class Blocklist {
   Blocklist() = default;
   // filter + exact set (+ kind mask); false: full. pend: r stays valid until
   // the store has it (pending_); else the caller tracks it in pending_keys_.
-  bool insert_lookup(const Rule& r, bool pend = true);
+  bool insert_lookup(const Rule& r, bool pend = true, RuleAction action = RuleAction::kDefault);
   // insert_lookup of a rule by its keys and kind; prefix: the rule if it is
   // a prefix rule (for the prefix tables), else nullptr. Nothing pended.
-  bool insert_keys(const Keys& k, RuleKind kind, const Rule* prefix);
+  bool insert_keys(const Keys& k, RuleKind kind, const Rule* prefix, RuleAction action = RuleAction::kDefault);
+  // A present rule's action changed (after its journal sync).
+  void set_action(const Rule& r, RuleAction action);
   void remove_lookup(const Rule& r);        // the reverse
   void remove_stored(std::string_view order_key);  // remove_lookup of a stored rule
   void count_kind(RuleKind k, int delta);
@@ -342,7 +362,7 @@ class Blocklist {
   // that grew past the initial capacity and are under 1/8 full are rebuilt
   // at the smallest doubling of it that keeps them at most 1/4 full.
   void maybe_shrink();
-  uint32_t take_slot();
+  uint32_t take_slot(RuleAction action);
   void release_slot(uint32_t slot);
 
   // Where the filter's table lives (see filter_alloc); declared before
@@ -412,7 +432,23 @@ class Blocklist {
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> pass_generation_{0};
   std::atomic<uint64_t>* removed_at_ = nullptr;  // max_slots_ entries, reserved pages
+  std::atomic<uint8_t>* actions_ = nullptr;       // max_slots_ entries, reserved pages
   void bump_generation(bool added) noexcept;
 };
+
+template <class T>
+std::atomic<T>* Blocklist::reserve_slot_array(std::size_t slots) noexcept {
+  // Anonymous pages read as zero, which is a std::atomic<T> holding 0
+  // (lock-free, same representation); untouched pages cost no memory.
+  static_assert(std::atomic<T>::is_always_lock_free && sizeof(std::atomic<T>) == sizeof(T));
+  void* p = ::mmap(nullptr, slots * sizeof(std::atomic<T>), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<std::atomic<T>*>(p);
+}
+
+template <class T>
+void Blocklist::release_slot_array(std::atomic<T>* a, std::size_t slots) noexcept {
+  if (a != nullptr) ::munmap(a, slots * sizeof(std::atomic<T>));
+}
 
 }  // namespace cg

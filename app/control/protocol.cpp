@@ -48,6 +48,7 @@ std::string_view outcome_word(Blocklist::Outcome o) {
     case Blocklist::Outcome::kAdded: return "added";
     case Blocklist::Outcome::kExists: return "exists";
     case Blocklist::Outcome::kUpdated: return "ttl updated";
+    case Blocklist::Outcome::kActionUpdated: return "action updated";
     case Blocklist::Outcome::kDeleted: return "deleted";
     default: return "";
   }
@@ -237,13 +238,13 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
   }
   if (!hold(s, rule_bytes(*p.req->rule), out)) return;
   s.batch.push_back({p.req->verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
-                     std::move(*p.req->rule), p.req->ttl_ms, std::move(p.req->set)});
+                     std::move(*p.req->rule), p.req->ttl_ms, std::move(p.req->set), p.req->action});
   s.batch_lines.push_back(s.stream_line);
 }
 
 void CommandHandler::queue(const Request& r, std::string& out) {
   pending_.push_back({{r.verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
-                       *r.rule, r.ttl_ms, r.set},
+                       *r.rule, r.ttl_ms, r.set, r.action},
                       &out});
   if (pending_.size() >= kMaxGroup) commit();
 }
@@ -254,6 +255,7 @@ void CommandHandler::answer(Blocklist::Outcome o, const Blocklist::Change& c, st
     case Blocklist::Outcome::kAdded: ++adds_; out += "OK added\n"; break;
     case Blocklist::Outcome::kExists: out += "OK exists\n"; break;
     case Blocklist::Outcome::kUpdated: out += "OK ttl updated\n"; break;
+    case Blocklist::Outcome::kActionUpdated: out += "OK action updated\n"; break;
     case Blocklist::Outcome::kDeleted: ++dels_; out += "OK deleted\n"; break;
     case Blocklist::Outcome::kAbsent: err(out, 404, "not in blocklist: " + format_rule(c.rule)); break;
     case Blocklist::Outcome::kFull:
@@ -355,7 +357,8 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
       std::string body;
       std::size_t n = 0;
       const auto only = r.set.empty() ? std::nullopt : std::optional<std::string_view>(r.set);
-      b_.for_each_in_set(r.kind, r.prefix, only, [&](std::string_view text, int64_t ttl_left_ms, std::string_view set) {
+      b_.for_each_in_set(r.kind, r.prefix, only, [&](std::string_view text, int64_t ttl_left_ms, std::string_view set,
+                                                      RuleAction action) {
         body += text;
         if (with_hits) {
           const RuleParse rp = parse_rule(text);  // stored texts always parse
@@ -366,6 +369,10 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
         if (!with_hits && named_set(set)) {  // a list line is an add argument: it keeps its set
           body += " set=";
           body += set;
+        }
+        if (!with_hits && !rule_action_name(action).empty()) {  // and its action
+          body += " action=";
+          body += rule_action_name(action);
         }
         body += '\n';
         ++n;

@@ -65,18 +65,37 @@ std::optional<std::string> ttl_option(std::string_view word, int64_t* ttl_ms) {
   return std::nullopt;
 }
 
-// `RULE [ttl=SECONDS] [set=NAME]` (the options, in any order, only for add).
+// "action=drop|reject" -> *action, or the error.
+std::optional<std::string> action_option(std::string_view word, RuleAction* action, bool* given) {
+  const std::string_view v = word.substr(7);
+  if (*given) return "action= given twice";
+  const std::optional<RuleAction> a = rule_action_named(v);
+  if (!a) return "bad action '" + std::string(v.substr(0, 64)) + "': expected drop or reject";
+  *action = *a;
+  *given = true;
+  return std::nullopt;
+}
+
+// `RULE [ttl=SECONDS] [set=NAME] [action=drop|reject]` (the options, in any
+// order, only for add).
 RequestParse rule_args(Verb verb, std::string_view arg, bool options_allowed) {
   Request r;
   r.verb = verb;
+  bool action_given = false;
   for (;;) {
     std::size_t last = arg.size();
     while (last > 0 && !blank(arg[last - 1])) --last;
     const std::string_view tail = arg.substr(last);
-    const bool ttl = tail.starts_with("ttl="), set = tail.starts_with("set=");
-    if (!ttl && !set) break;
-    if (!options_allowed) return fail(std::string(ttl ? "ttl=" : "set=") + " is only for add");
-    if (auto bad = ttl ? ttl_option(tail, &r.ttl_ms) : set_option(tail, &r.set)) return fail(*bad);
+    const std::string_view option = tail.starts_with("ttl=")      ? "ttl="
+                                    : tail.starts_with("set=")    ? "set="
+                                    : tail.starts_with("action=") ? "action="
+                                                                  : "";
+    if (option.empty()) break;
+    if (!options_allowed) return fail(std::string(option) + " is only for add");
+    std::optional<std::string> bad = option == "ttl=" ? ttl_option(tail, &r.ttl_ms)
+                                     : option == "set=" ? set_option(tail, &r.set)
+                                                        : action_option(tail, &r.action, &action_given);
+    if (bad) return fail(*bad);
     arg = trim(arg.substr(0, last));
   }
   if (arg.empty()) return fail("missing rule");
@@ -223,7 +242,7 @@ RequestParse parse_batch_line(std::string_view line) {
   auto [cmd, arg] = split_word(line);
   if (cmd == "add") return rule_args(Verb::kAdd, arg, true);
   if (cmd == "del") return rule_args(Verb::kDel, arg, false);
-  return fail("a batch holds only 'add RULE [ttl=SECONDS]' and 'del RULE' lines");
+  return fail("a batch holds only 'add RULE [ttl=SECONDS] [action=drop|reject]' and 'del RULE' lines");
 }
 
 std::string set_name_expected() {
@@ -238,7 +257,7 @@ bool valid_set_name(std::string_view name) noexcept {
 }
 
 std::string_view request_help() {
-  return "add RULE [ttl=SECONDS] [set=NAME]|del RULE|check RULE|batch (add/del lines, then '.')|"
+  return "add RULE [ttl=SECONDS] [set=NAME] [action=drop|reject]|del RULE|check RULE|batch (add/del lines, then '.')|"
          "load [set=NAME] [replace] (rules, then '.')|list [set=NAME] [KIND] [PREFIX]|"
          "hits [set=NAME] [KIND] [PREFIX]|stats|info|"
          "flush all|flush KIND|ping|help|quit";

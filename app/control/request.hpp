@@ -58,6 +58,7 @@ struct Request {
   Verb verb = Verb::kPing;
   std::optional<Rule> rule;       // add, del, check
   int64_t ttl_ms = 0;             // add: 0 = no expiry
+  RuleAction action = RuleAction::kDefault;  // add: action=drop|reject (none: the gateway's)
   std::optional<RuleKind> kind;   // list, hits: filter; flush: the kind (nullopt with all = true)
   bool all = false;               // flush all
   std::string prefix;             // list, hits
@@ -85,7 +86,7 @@ inline constexpr uint64_t kMaxTtlSeconds = 999'999'999;
 // refused: a line is exactly one request.
 RequestParse parse_request(std::string_view line);
 
-// Parses one line inside a `batch`: `add RULE [ttl=SECONDS]` or `del RULE`.
+// Parses one line inside a `batch`: `add RULE [ttl=SECONDS] [action=A]` or `del RULE`.
 RequestParse parse_batch_line(std::string_view line);
 
 // The one-line command summary `help` answers with.

@@ -509,6 +509,10 @@ int main(int argc, char** argv) {
   add->add_option("rule", add_args, "Rule(s)")->required();
   std::string add_set, list_set, hits_set;
   const CLI::Option* add_set_opt = add->add_option("--set", add_set, "The named set new rules join (default: default)");
+  std::string add_action;
+  add->add_option("--action", add_action,
+                  "What a blocked packet gets from these rules: drop or reject (default: the gateway's --action)")
+      ->check(CLI::IsMember({"drop", "reject"}));
   unsigned ttl = 0;
   // Decimal digits only, as the protocol's ttl= reads them: CLI11 alone would
   // also take 0x10, +5 and " 5".
@@ -599,7 +603,8 @@ int main(int argc, char** argv) {
   Connection c(sock);
   if (add->parsed())
     return cmd_rules(c, "add", add_args,
-                     (ttl ? " ttl=" + std::to_string(ttl) : "") + (add_set.empty() ? "" : " set=" + add_set));
+                     (ttl ? " ttl=" + std::to_string(ttl) : "") + (add_set.empty() ? "" : " set=" + add_set) +
+                         (add_action.empty() ? "" : " action=" + add_action));
   if (del->parsed()) return cmd_rules(c, "del", del_args);
   if (check->parsed()) {
     const auto resp = request(c, join("check", check_args), false);

@@ -249,7 +249,7 @@ bool Worker::prepare(const WorkerConfig& cfg, int socket) {
       if (quic_ == nullptr) return false;
     }
   }
-  if (cfg.reject) {
+  if (cfg.reject || cfg.rule_actions != nullptr) {  // a rule may say action=reject at any time
     // Enough for two ports' tx rings full of replies not yet freed by their
     // drivers, plus a burst's worth: replies never wait for a pool refill.
     static std::atomic<unsigned> pools{0};  // unique names: several engines in one process (tests)
@@ -1014,7 +1014,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
         // (an outside check: one blocked name blackholed all its DNS). The
         // flow's verdict is left as it was; its next query is judged anew.
       } else if (h.kind != 0) {
-        e->set_verdict(cfg_.reject ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
+        e->set_verdict(rejects(h.slot) ? flow::Verdict::kReject : flow::Verdict::kDrop, gen, h.kind, h.slot,
                        /*block=*/true);
       } else {
         // "Pass" holds for the direction it was judged in, at this
@@ -1039,7 +1039,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       flow_drops += !s.classify[i] || (e != nullptr && e->blocked() && s.hit[i].kind == 0);
       // A reject answers these, not malformed drops; nor tunneled packets,
       // whose reply the builder would address to the tunnel's endpoints.
-      s.by_rule[nd] = !s.meta[i].tunneled;
+      s.by_rule[nd] = !s.meta[i].tunneled && rejects(h.slot);
       drop[nd++] = pkts[i];
     } else if (s.classify[i] && s.inspect_drop[i]) {  // a conflicting copy, or inspect_overflow = "drop"
       ++inspect_dropped;
@@ -1072,6 +1072,15 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
   *nbad = malformed;
   *nbig = oversized;
   return np;
+}
+
+bool Worker::rejects(uint32_t slot) const noexcept {
+  // relaxed: the slot came from the exact set (acquire) or the prefix
+  // tables (published before the generation this burst acquired), after
+  // the blocklist stored the rule's action (release; slot_actions()).
+  const auto a = cfg_.rule_actions != nullptr ? static_cast<RuleAction>(cfg_.rule_actions[slot].load(std::memory_order_relaxed))
+                                              : RuleAction::kDefault;
+  return a == RuleAction::kReject || (a == RuleAction::kDefault && cfg_.reject);
 }
 
 // Reject: the replies to the blocked packets of a burst (drop[] before they

@@ -114,6 +114,10 @@ struct WorkerConfig {
   // Action for a packet a rule blocks: drop silently, or reject (TCP RSTs,
   // DNS REFUSED, ICMP administratively prohibited; docs/reject.md).
   bool reject = false;
+  // Blocklist::slot_actions(): per hit-counter slot, the rule's own action
+  // (RuleAction, `action=`), which overrides `reject`. With verify only (a
+  // hit has a slot then); nullptr: every rule has the gateway's action.
+  const std::atomic<uint8_t>* rule_actions = nullptr;
   uint32_t reject_rate = 1000;   // replies per second per worker (token bucket)
   uint32_t reject_burst = 100;
   reject::Options reject_opts;  // what the replies say (the DNS answer's RCODE)
@@ -167,6 +171,8 @@ class Worker {
   bool unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected);
   void ignore_bad_control(uint16_t i, const rte_mbuf* mb);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);
+  // Whether a packet the rule in `slot` blocks is answered (a reject).
+  bool rejects(uint32_t slot) const noexcept;
   uint16_t release_fragments(const QueueLink* q, uint64_t now);
   WorkerConfig cfg_;
   LookupTables burst_{};  // the tables of the burst in process() (one load per burst)

@@ -340,6 +340,8 @@ bool Engine::start(std::string* err) {
     c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
+    // Per-rule actions need the exact set's slots (verify).
+    c.rule_actions = opts_.verify ? blocklist_->slot_actions() : nullptr;
     c.reject_opts.dns_rcode = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;
     c.reject_rate = opts_.reject_rate;
     // At least 2: a TCP segment's reply is a RST to each end, two tokens at

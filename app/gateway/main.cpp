@@ -270,8 +270,11 @@ int main(int argc, char** argv) {
   po.reject_nxdomain = rep_reject_dns == "nxdomain";
   po.fragments.reassemble = rep_frags == "reassemble";
   po.inspect_overflow_drop = rep_overflow == "drop";
-  if (!po.reply.empty() && !po.reject) {
-    std::fprintf(stderr, "cuckoogate replay: --reply needs --action reject (drop sends no replies)\n");
+  // With --action drop, replies come only from rules added with
+  // action=reject, which need the exact set's per-rule slots (--verify).
+  if (!po.reply.empty() && !po.reject && !po.verify) {
+    std::fprintf(stderr, "cuckoogate replay: --reply needs --action reject or per-rule actions, which need "
+                         "--verify (--no-verify with --action drop sends no replies)\n");
     return 2;
   }
   po.eal_extra = split.eal;

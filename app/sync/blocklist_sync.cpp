@@ -372,7 +372,8 @@ bool BlocklistSync::mark(sync::StreamId id, std::string* err) {
 }
 
 Blocklist::Change BlocklistSync::change_of(const sync::EntryChange& c, int64_t now) const {
-  Blocklist::Change ch{c.del ? Blocklist::Change::Op::kDel : Blocklist::Change::Op::kAdd, c.rule, 0, {}};
+  Blocklist::Change ch{c.del ? Blocklist::Change::Op::kDel : Blocklist::Change::Op::kAdd, c.rule, 0, {},
+                       c.del ? RuleAction::kDefault : c.action};
   if (!c.del && c.expiry_unix_ms != 0) {
     // The expiry is absolute, so every gateway expires the rule at the same
     // moment. One that is already past (a gateway catching up): the rule
@@ -504,10 +505,11 @@ bool BlocklistSync::replace_all(const std::vector<sync::EntryChange>& rules, syn
 
 void BlocklistSync::dump(std::vector<sync::EntryChange>* rules) const {
   const int64_t now = b_.now_ms();
-  b_.for_each(std::nullopt, "", [&](std::string_view text, int64_t ttl_left_ms) {
-    if (RuleParse p = parse_rule(text); p.rule)
-      rules->push_back({false, std::move(*p.rule), ttl_left_ms > 0 ? now + ttl_left_ms : 0});
-  });
+  b_.for_each_in_set(std::nullopt, "", std::nullopt,
+                     [&](std::string_view text, int64_t ttl_left_ms, std::string_view, RuleAction action) {
+                       if (RuleParse p = parse_rule(text); p.rule)
+                         rules->push_back({false, std::move(*p.rule), ttl_left_ms > 0 ? now + ttl_left_ms : 0, action});
+                     });
 }
 
 bool BlocklistSync::publish(const std::vector<sync::Entry>& entries, std::vector<sync::StreamId>* ids,
@@ -533,8 +535,8 @@ bool BlocklistSync::changes(const std::vector<Blocklist::Change>& c, bool atomic
                             std::vector<Blocklist::Outcome>* out, std::string* err) {
   const int64_t now = b_.now_ms();
   auto entry_change = [&](const Blocklist::Change& ch) {
-    return sync::EntryChange{ch.op == Blocklist::Change::Op::kDel, ch.rule,
-                             ch.ttl_ms > 0 ? now + ch.ttl_ms : 0};
+    return sync::EntryChange{ch.op == Blocklist::Change::Op::kDel, ch.rule, ch.ttl_ms > 0 ? now + ch.ttl_ms : 0,
+                             ch.op == Blocklist::Change::Op::kDel ? RuleAction::kDefault : ch.action};
   };
   if (queue_offline_ && !sync_->connected()) {
     // Redis down: applied here now, appended later as single add/del

@@ -120,6 +120,32 @@ TEST(Request, AddTakesASetBeforeOrAfterTheTtl) {
   EXPECT_EQ(b.req->set, "ads");
 }
 
+// Per-rule actions (issue 10): action=drop|reject after an add's rule, in any
+// order with ttl= and set=, also in a batch; only for add, once.
+TEST(Request, AddTakesAnActionInAnyOrderWithItsOtherOptions) {
+  for (const char* line : {"add host a.org action=reject ttl=5 set=ads", "add host a.org ttl=5 action=reject set=ads",
+                           "add host a.org set=ads ttl=5 action=reject"}) {
+    const RequestParse p = P(line);
+    ASSERT_TRUE(p.req) << line << ": " << p.error;
+    EXPECT_EQ(p.req->action, RuleAction::kReject);
+    EXPECT_EQ(p.req->ttl_ms, 5000);
+    EXPECT_EQ(p.req->set, "ads");
+    EXPECT_EQ(format_rule(*p.req->rule), "host a.org");
+  }
+  EXPECT_EQ(P("add src 192.0.2.1 action=drop").req->action, RuleAction::kDrop);
+  EXPECT_EQ(P("add src 192.0.2.1").req->action, RuleAction::kDefault);
+  for (const char* bad : {"add host a.org action=", "add host a.org action=Reject", "add host a.org action=default",
+                          "add host a.org action=drop action=reject", "del host a.org action=drop",
+                          "check host a.org action=reject", "add action=reject"})
+    EXPECT_FALSE(P(bad).req) << bad;
+  EXPECT_EQ(P("add host a.org action=rst").error, "bad action 'rst': expected drop or reject");
+  EXPECT_EQ(P("del host a.org action=drop").error, "action= is only for add");
+  const RequestParse b = parse_batch_line("add host a.test action=reject");
+  ASSERT_TRUE(b.req) << b.error;
+  EXPECT_EQ(b.req->action, RuleAction::kReject);
+  EXPECT_FALSE(parse_batch_line("del host a.test action=reject").req);
+}
+
 TEST(Request, LoadTakesASetAndReplace) {
   RequestParse p = P("load set=spamhaus replace");
   ASSERT_TRUE(p.req) << p.error;

@@ -60,6 +60,14 @@ TEST_F(Ctl, AddCheckDelAndTheirExitCodes) {
   r = ctl({"list", "src", "192.0.2.77"});
   EXPECT_EQ(r.out.rfind("src 192.0.2.77 ttl=", 0), 0u) << r.out;
   EXPECT_EQ(ctl({"del", "src 192.0.2.77"}).status, 0);
+  // --action: the rules' own action, listed after them; a bad one is a usage error.
+  ASSERT_EQ(ctl({"add", "--action", "reject", "src 192.0.2.78", "src 192.0.2.79"}).status, 0);
+  r = ctl({"list", "src", "192.0.2.7"});
+  EXPECT_EQ(r.out, "src 192.0.2.78 action=reject\nsrc 192.0.2.79 action=reject\n") << r.out;
+  EXPECT_EQ(ctl({"add", "--action", "rst", "src 192.0.2.78"}).status, 2);
+  ASSERT_EQ(ctl({"add", "src 192.0.2.78"}).status, 0);  // the latest add: no own action
+  EXPECT_EQ(ctl({"list", "src", "192.0.2.78"}).out, "src 192.0.2.78\n");
+  EXPECT_EQ(ctl({"del", "src 192.0.2.78", "src 192.0.2.79"}).status, 0);
 }
 
 TEST_F(Ctl, BadInputGetsOneLineErrorAndNonZeroExit) {

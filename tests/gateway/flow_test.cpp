@@ -511,6 +511,90 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
   EXPECT_TRUE(read_pcap(path("reply.pcap")).empty());
 }
 
+// Per-rule actions (`add RULE action=drop|reject`): a rule's own action
+// overrides the gateway's --action, both ways; the latest add changes it on
+// a present rule ("OK action updated"), also for a flow it already blocks;
+// `list` shows it. Three flows, each blocked by its own rule, loop through
+// a replay with --action drop.
+TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
+  const std::string sock = path("ctl.sock");
+  auto seg = [](const char* dst, uint16_t sport) {
+    return Packet().ipv4("10.8.0.1", dst).tcp(sport, 80, 0x10).seq_ack(1000, 2000).frame();
+  };
+  const Bytes to_reject = seg("192.0.2.44", 40001), to_drop = seg("192.0.2.45", 40002),
+              changed = seg("192.0.2.46", 40003);
+  write_pcap(path("in.pcap"), repeated({to_reject, to_drop, changed}, 50));
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--reply", path("reply.pcap"), "--ctl", sock, "--loop", "400", "--pps", "20000",
+              "--reject-rate", "1000000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  auto stat = [&](const std::string& key) -> uint64_t {
+    for (const std::string& l : c.ask_multi("stats"))
+      if (l.rfind(key + " ", 0) == 0) return std::stoull(l.substr(key.size() + 1));
+    return 0;
+  };
+  EXPECT_EQ(c.ask("add dst 192.0.2.44 action=reject"), "OK added");
+  EXPECT_EQ(c.ask("add dst 192.0.2.45 action=drop"), "OK added");
+  EXPECT_EQ(c.ask("add dst 192.0.2.46"), "OK added");  // the gateway's: drop
+  EXPECT_EQ(c.ask("add dst 192.0.2.44 action=reject"), "OK exists");
+  EXPECT_EQ(c.ask("add dst 192.0.2.44 action=maybe").rfind("ERR 400 bad action 'maybe'", 0), 0u);
+  EXPECT_EQ(c.ask("del dst 192.0.2.45 action=drop"), "ERR 400 action= is only for add");
+  const std::vector<std::string> listed = c.ask_multi("list dst 192.0.2.");
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.44 action=reject"), listed.end());
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.45 action=drop"), listed.end());
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.46"), listed.end());
+  for (int i = 0; i < 1000 && stat("dropped_by_kind.dst") < 150; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_GE(stat("dropped_by_kind.dst"), 150u) << gw.err();
+  // The third flow is blocked (and cached so) already: its rule now rejects.
+  EXPECT_EQ(c.ask("add dst 192.0.2.46 action=reject"), "OK action updated");
+  ASSERT_TRUE(c.wait_bursts_in_flight());
+  const uint64_t sent_before = stat("rejects.sent");
+  for (int i = 0; i < 1000 && stat("rejects.sent") < sent_before + 100; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  // Every reply answers a packet to .44 or .46, none one to .45 (and the
+  // segments only to .46 after its change: fewer than to .44).
+  std::map<uint32_t, int> rst_to_server;  // by the blocked destination
+  for (const Bytes& r : read_pcap(path("reply.pcap"))) {
+    ASSERT_EQ(r[14 + 9], 6);
+    EXPECT_NE(r[47] & 0x04, 0);  // RST
+    if (rd32(r, 14 + 12) == 0x0a080001u) ++rst_to_server[rd32(r, 14 + 16)];  // as the client, to the server
+  }
+  EXPECT_GT(rst_to_server[0xc000022cu], 0);   // 192.0.2.44
+  EXPECT_EQ(rst_to_server[0xc000022du], 0);   // 192.0.2.45: action=drop
+  EXPECT_GT(rst_to_server[0xc000022eu], 0);   // 192.0.2.46, after its change
+  EXPECT_LT(rst_to_server[0xc000022eu], rst_to_server[0xc000022cu]);
+}
+
+// And the other way: with --action reject, a rule added with action=drop is
+// not answered; `check` and `hits` are unchanged by actions.
+TEST_F(Flows, ADropRuleStaysSilentUnderActionReject) {
+  const std::string sock = path("ctl.sock");
+  const Bytes quiet = Packet().ipv4("10.8.0.1", "192.0.2.45").tcp(40002, 80, 0x10).seq_ack(1000, 2000).frame();
+  const Bytes loud = Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(40001, 80, 0x10).seq_ack(1000, 2000).frame();
+  write_pcap(path("in.pcap"), repeated({quiet, loud}, 50));
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--reply", path("reply.pcap"), "--ctl", sock, "--loop", "200", "--pps", "20000",
+              "--action", "reject", "--reject-rate", "1000000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  EXPECT_EQ(c.ask("add dst 192.0.2.45 action=drop"), "OK added");
+  EXPECT_EQ(c.ask("add dst 192.0.2.44"), "OK added");
+  EXPECT_EQ(c.ask("check dst 192.0.2.45"), "OK present");
+  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  int to_quiet = 0, to_loud = 0;
+  for (const Bytes& r : read_pcap(path("reply.pcap"))) {
+    to_quiet += rd32(r, 14 + 16) == 0xc000022du || rd32(r, 14 + 12) == 0xc000022du;
+    to_loud += rd32(r, 14 + 16) == 0xc000022cu || rd32(r, 14 + 12) == 0xc000022cu;
+  }
+  EXPECT_EQ(to_quiet, 0);
+  EXPECT_GT(to_loud, 0);
+}
+
 // A HelloRetryRequest's second ClientHello is what the server acts on
 // (nginx served the blocked name of one after a first ClientHello naming an
 // allowed server: an outside check): it is judged, and blocks the flow.

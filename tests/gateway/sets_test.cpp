@@ -47,7 +47,7 @@ class Sets : public testing::Test {
   // Texts of one set's rules, in listing order.
   std::vector<std::string> listed(const std::string& set) {
     std::vector<std::string> out;
-    bl_->for_each_in_set(std::nullopt, "", set, [&](std::string_view t, int64_t, std::string_view s) {
+    bl_->for_each_in_set(std::nullopt, "", set, [&](std::string_view t, int64_t, std::string_view s, RuleAction) {
       EXPECT_EQ(s, set);
       out.emplace_back(t);
     });
@@ -116,7 +116,7 @@ TEST_F(Sets, AReplaceMakesAKeptRuleWithATtlPermanent) {
   EXPECT_EQ(r.elsewhere, 1u);
   std::map<std::string, int64_t> ttl;
   bl_->for_each_in_set(std::nullopt, "", std::nullopt,
-                       [&](std::string_view t, int64_t left, std::string_view) { ttl[std::string(t)] = left; });
+                       [&](std::string_view t, int64_t left, std::string_view, RuleAction) { ttl[std::string(t)] = left; });
   EXPECT_EQ(ttl.at("src 198.51.100.7"), 0);  // permanent now
   EXPECT_EQ(ttl.at("host b.feed"), 0);
   EXPECT_GT(ttl.at("host other.test"), 0);   // another set's: untouched

@@ -109,6 +109,35 @@ TEST(RuleStoreActions, TheLatestAddDefinesTheActionAndKeepsTheRuleItsIdentity) {
   EXPECT_EQ(s->get("r")->id, added.id);
 }
 
+// kKeepAction (a load's requests): a present rule keeps its action, also
+// when the add changes its lifetime; a new rule gets none.
+TEST(RuleStoreActions, KeepActionLeavesAPresentRulesActionAndGivesANewRuleNone) {
+  test::TempDir dir;
+  auto s = open_store(dir.path());
+  ASSERT_TRUE(s->add("kept", "", 0, nullptr, kReject).ok());
+  ASSERT_TRUE(s->add("expiring", "", 60'000, nullptr, kReject).ok());
+  std::vector<Errc> res;
+  const RuleStore::AddRequest reqs[] = {{"expiring", "", 0, "", kKeepAction},
+                                        {"kept", "", 0, "", kKeepAction},
+                                        {"new", "", 0, "", kKeepAction}};
+  ASSERT_TRUE(s->add_batch(reqs, &res).ok());
+  EXPECT_EQ(res, (std::vector<Errc>{Errc::updated, Errc::exists, Errc::ok}));  // a lifetime change only
+  EXPECT_EQ(action_of(*s, "kept"), kReject);
+  EXPECT_EQ(action_of(*s, "expiring"), kReject);
+  EXPECT_EQ(s->get("expiring")->expiry_unix_ms, 0);
+  EXPECT_EQ(action_of(*s, "new"), 0);
+  using Op = RuleStore::Change::Op;
+  const RuleStore::Change ch[] = {{Op::add, "kept", "", 5000, "", kKeepAction},
+                                  {Op::add, "new2", "", 0, "", kKeepAction}};
+  ASSERT_TRUE(s->apply(ch, &res).ok());
+  EXPECT_EQ(action_of(*s, "kept"), kReject);
+  EXPECT_EQ(action_of(*s, "new2"), 0);
+  s.reset();
+  s = open_store(dir.path());
+  EXPECT_EQ(action_of(*s, "kept"), kReject);
+  EXPECT_EQ(action_of(*s, "expiring"), kReject);
+}
+
 // Every write path carries the action: add_batch, apply (a repeated key: the
 // unordered path) and apply with increasing keys (the ordered path, the Redis
 // sync's), and restarts from the journal and from a snapshot restore it.

@@ -107,6 +107,53 @@ TEST(Entry, BatchAndLoadRoundTrip) {
   EXPECT_EQ(d.entry->changes.size(), 2u);
 }
 
+// A rule's own action (issue 10): a field of an add entry, a word before the
+// rule in a change line; absent for the default, refused when it is no action.
+TEST(Entry, ActionsRoundTripInEntriesAndChangeLines) {
+  Entry e;
+  e.op = EntryOp::kAdd;
+  e.changes.push_back({false, rule("host x.example"), 0, RuleAction::kReject});
+  const Fields f = encode_entry(e);
+  EXPECT_EQ(f, (Fields{{"op", "add"}, {"rule", "host x.example"}, {"action", "reject"}}));
+  EntryDecode d = decode_entry(f);
+  ASSERT_TRUE(d.entry) << d.error;
+  EXPECT_EQ(d.entry->changes[0].action, RuleAction::kReject);
+  e.changes[0].action = RuleAction::kDefault;
+  EXPECT_EQ(encode_entry(e), (Fields{{"op", "add"}, {"rule", "host x.example"}}));
+  e.op = EntryOp::kBatch;
+  e.changes = {{false, rule("ip 10.0.0.1"), 0, RuleAction::kDrop},
+               {false, rule("host a.example"), 7, RuleAction::kReject},
+               {false, rule("host b.example"), 0},
+               {true, rule("host c.example"), 0}};
+  const Fields bf = encode_entry(e);
+  EXPECT_EQ(bf[1].second, "add 0 action=drop ip 10.0.0.1\nadd 7 action=reject host a.example\nadd 0 host b.example\n"
+                          "del host c.example\n");
+  d = decode_entry(bf);
+  ASSERT_TRUE(d.entry) << d.error;
+  ASSERT_EQ(d.entry->changes.size(), 4u);
+  EXPECT_EQ(d.entry->changes[0].action, RuleAction::kDrop);
+  EXPECT_EQ(d.entry->changes[1].action, RuleAction::kReject);
+  EXPECT_EQ(d.entry->changes[1].expiry_unix_ms, 7);
+  EXPECT_EQ(d.entry->changes[2].action, RuleAction::kDefault);
+  // A reused entry forgets an earlier action.
+  Entry reused;
+  std::string err;
+  ASSERT_TRUE(decode_entry_into({{"op", "add"}, {"rule", "host x.example"}, {"action", "reject"}}, &reused, &err));
+  ASSERT_TRUE(decode_entry_into({{"op", "add"}, {"rule", "host x.example"}}, &reused, &err));
+  EXPECT_EQ(reused.changes[0].action, RuleAction::kDefault);
+  std::vector<EntryChange> snap;
+  std::string at;
+  const std::vector<EntryChange> adds(e.changes.begin(), e.changes.begin() + 3);  // a snapshot holds adds
+  ASSERT_TRUE(decode_snapshot(encode_snapshot(adds, "1-0"), &snap, &at, &err)) << err;
+  EXPECT_EQ(snap[1].action, RuleAction::kReject);
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"action", "rst"}});
+  garbage({{"op", "add"}, {"rule", "host a.example"}, {"action", "default"}});
+  garbage({{"op", "del"}, {"rule", "host a.example"}, {"action", "drop"}});
+  garbage({{"op", "batch"}, {"changes", "add 0 action=rst host a.example"}});
+  garbage({{"op", "batch"}, {"changes", "add 0 action=reject"}});
+  garbage({{"op", "batch"}, {"changes", "del action=reject host a.example"}});
+}
+
 TEST(Entry, GarbageIsRejectedWhole) {
   garbage({});
   garbage({{"rule", "host a.example"}});

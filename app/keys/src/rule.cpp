@@ -325,6 +325,20 @@ std::optional<RuleKind> kind_from_name(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::optional<RuleAction> rule_action_named(std::string_view word) noexcept {
+  if (word == "drop") return RuleAction::kDrop;
+  if (word == "reject") return RuleAction::kReject;
+  return std::nullopt;
+}
+
+std::string_view rule_action_name(RuleAction a) noexcept {
+  switch (a) {
+    case RuleAction::kDrop: return "drop";
+    case RuleAction::kReject: return "reject";
+    default: return {};
+  }
+}
+
 std::optional<IpAddr> parse_address(std::string_view text) {
   char buf[INET6_ADDRSTRLEN + 1];
   if (text.empty() || text.size() >= sizeof buf) return std::nullopt;

@@ -369,7 +369,7 @@ StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t
   StoreRecord r;
   r.op = RecordOp::add;
   r.set = std::move(set);
-  r.action = action;
+  r.action = action != kKeepAction ? action : present != nullptr ? present->action : 0;
   if (present != nullptr) {
     r.id = present->id;
     r.added_unix_ms = present->added_unix_ms;
@@ -387,8 +387,12 @@ StoreRecord add_record(std::string_view key, std::string_view text, std::int64_t
 // What an add of a rule with lifetime ttl_ms and this action does to a
 // present rule `m` (expiry 0: never).
 Errc add_onto_present(const RuleMeta& m, std::int64_t ttl_ms, std::uint8_t action) {
-  return m.expiry_unix_ms == 0 && ttl_ms == 0 && m.action == action ? Errc::exists : Errc::updated;
+  const bool same_action = action == kKeepAction || m.action == action;
+  return m.expiry_unix_ms == 0 && ttl_ms == 0 && same_action ? Errc::exists : Errc::updated;
 }
+
+// The action of a new rule added with this request's action.
+std::uint8_t fresh_action(std::uint8_t action) { return action == kKeepAction ? 0 : action; }
 
 }  // namespace
 
@@ -582,7 +586,7 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
         encode_record(*r, &payload);
       } else {
         const AddRequest q = reqs[entries[e]];
-        encode_add_record(w.id++, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, q.action, &payload);
+        encode_add_record(w.id++, now, q.ttl_ms > 0 ? now + q.ttl_ms : 0, q.key, q.set, q.text, fresh_action(q.action), &payload);
       }
       if (st = log_->append(payload); !st.ok()) break;
     }
@@ -667,14 +671,15 @@ Status RuleStore::add_many(const Requests& reqs, std::vector<Errc>* results, Rul
       last_set_id = intern_set(q.set);
     }
     const std::int64_t expiry = q.ttl_ms > 0 ? now + q.ttl_ms : 0;
+    const std::uint8_t action = fresh_action(q.action);
     if (first_added != nullptr) {
-      *first_added = RuleMeta{id, now, expiry, q.text, last_set_id, q.action};
+      *first_added = RuleMeta{id, now, expiry, q.text, last_set_id, action};
       first_added = nullptr;
     }
     if (expiry != 0) ttl_.schedule(expiry, q.key);
-    if (!PackedMeta::fits(now, q.text, last_set_id, q.action))
-      insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id, q.action});
-    if (inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id, q.action),
+    if (!PackedMeta::fits(now, q.text, last_set_id, action))
+      insert_side(q.key, RuleMeta{id, now, expiry, q.text, last_set_id, action});
+    if (inserter.insert(q.key, PackedMeta(id, now, expiry, q.text, last_set_id, action),
                         use_hints ? hints[e] : Hint()) ==
         InsertResult::inserted)
       count_set(last_set_id, true);
@@ -825,7 +830,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         if ((*results)[i] == Errc::exists) continue;
         updates.push_back(add_record(c.key, c.text, c.ttl_ms, c.action, now, &*cur, set_name(cur->set_id), &next_id));
         cur->expiry_unix_ms = updates.back().expiry_unix_ms;
-        cur->action = c.action;
+        cur->action = updates.back().action;
         steps.push_back({at, Kind::update, 0, 0});
         continue;
       }
@@ -834,7 +839,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
         last_set_id = intern_set(c.set);
       }
       const std::uint64_t id = next_id++;
-      cur = RuleMeta{id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.text, last_set_id, c.action};
+      cur = RuleMeta{id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.text, last_set_id, fresh_action(c.action)};
       steps.push_back({at, Kind::fresh, last_set_id, id});
     }
   }  // the finder's pin ends before the journal's I/O
@@ -862,7 +867,7 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
       switch (s.kind) {
         case Kind::fresh:
           payload.clear();
-          encode_add_record(s.id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.key, c.set, c.text, c.action, &payload);
+          encode_add_record(s.id, now, c.ttl_ms > 0 ? now + c.ttl_ms : 0, c.key, c.set, c.text, fresh_action(c.action), &payload);
           st = log_->append(payload);
           break;
         case Kind::update: put(updates[u++]); break;
@@ -892,9 +897,10 @@ Status RuleStore::apply_sorted(std::span<const Change> changes, std::vector<Errc
       case Kind::fresh: {
         const std::int64_t expiry = c.ttl_ms > 0 ? now + c.ttl_ms : 0;
         if (expiry != 0) ttl_.schedule(expiry, c.key);
-        if (!PackedMeta::fits(now, c.text, s.set_id, c.action))
-          insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id, c.action});
-        if (inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id, c.action)) == InsertResult::inserted)
+        const std::uint8_t action = fresh_action(c.action);
+        if (!PackedMeta::fits(now, c.text, s.set_id, action))
+          insert_side(c.key, RuleMeta{s.id, now, expiry, c.text, s.set_id, action});
+        if (inserter.insert(c.key, PackedMeta(s.id, now, expiry, c.text, s.set_id, action)) == InsertResult::inserted)
           count_set(s.set_id, true);
         break;
       }

@@ -36,6 +36,11 @@ void encode_line(const EntryChange& c, std::string* out) {
     *out += "add ";
     *out += std::to_string(c.expiry_unix_ms);
     *out += ' ';
+    if (const std::string_view a = rule_action_name(c.action); !a.empty()) {
+      *out += "action=";
+      *out += a;
+      *out += ' ';
+    }
   }
   *out += format_rule(c.rule);
   *out += '\n';
@@ -60,7 +65,19 @@ bool decode_line(std::string_view line, bool adds_only, EntryChange* c, std::str
     return false;
   }
   c->del = false;
-  return rule_of(rest.substr(sp2 + 1), &c->rule, err);
+  rest.remove_prefix(sp2 + 1);
+  c->action = RuleAction::kDefault;
+  if (rest.starts_with("action=")) {  // no rule text starts so: it starts with a kind
+    const std::size_t sp3 = rest.find(' ');
+    const std::optional<RuleAction> a = rule_action_named(rest.substr(7, sp3 == std::string_view::npos ? sp3 : sp3 - 7));
+    if (!a || sp3 == std::string_view::npos) {
+      *err = "add line with a bad action (drop or reject, then the rule)";
+      return false;
+    }
+    c->action = *a;
+    rest.remove_prefix(sp3 + 1);
+  }
+  return rule_of(rest, &c->rule, err);
 }
 
 // Decodes '\n'-separated change lines into *out; false and *err (naming the
@@ -98,6 +115,8 @@ Fields encode_entry(const Entry& e) {
       f.emplace_back("rule", format_rule(e.changes.at(0).rule));
       if (e.op == EntryOp::kAdd && e.changes[0].expiry_unix_ms != 0)
         f.emplace_back("ttl", std::to_string(e.changes[0].expiry_unix_ms));
+      if (const std::string_view a = rule_action_name(e.changes[0].action); e.op == EntryOp::kAdd && !a.empty())
+        f.emplace_back("action", std::string(a));
       break;
     case EntryOp::kFlush:
       if (e.kind) f.emplace_back("kind", std::string(kind_name(*e.kind)));
@@ -137,6 +156,7 @@ bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err) {
   const std::string_view* changes = nullptr;
   const std::string_view* origin = nullptr;
   const std::string_view* outbox = nullptr;
+  const std::string_view* action = nullptr;
   auto fail = [err](std::string why) {
     *err = std::move(why);
     return false;
@@ -150,6 +170,7 @@ bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err) {
                                     : k == "changes" ? &changes
                                     : k == "origin"  ? &origin
                                     : k == "outbox"  ? &outbox
+                                    : k == "action"  ? &action
                                                      : nullptr;
     if (slot == nullptr) continue;  // a field of a newer writer
     if (*slot != nullptr) return fail("field '" + std::string(k) + "' given twice");
@@ -172,13 +193,20 @@ bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err) {
   if ((rule != nullptr) != single) return fail(single ? "no 'rule' field" : "'rule' field on a " + std::string(*op));
   if ((changes != nullptr) != multi) return fail(multi ? "no 'changes' field" : "'changes' field on a " + std::string(*op));
   if (ttl != nullptr && e.op != EntryOp::kAdd) return fail("'ttl' field on a " + std::string(*op));
+  if (action != nullptr && e.op != EntryOp::kAdd) return fail("'action' field on a " + std::string(*op));
   if (kind != nullptr && e.op != EntryOp::kFlush) return fail("'kind' field on a " + std::string(*op));
   if (single) {
     e.changes.resize(1);
     EntryChange& c = e.changes[0];
     c.del = e.op == EntryOp::kDel;
     c.expiry_unix_ms = 0;
+    c.action = RuleAction::kDefault;
     if (!rule_of(*rule, &c.rule, err)) return false;
+    if (action != nullptr) {
+      const std::optional<RuleAction> a = rule_action_named(*action);
+      if (!a) return fail("action '" + std::string(action->substr(0, 32)) + "' is not drop or reject");
+      c.action = *a;
+    }
     if (ttl != nullptr && (!number(*ttl, &c.expiry_unix_ms) || c.expiry_unix_ms == 0))
       return fail("ttl '" + std::string(ttl->substr(0, 32)) + "' is not an expiry time in Unix ms");
   } else if (multi) {

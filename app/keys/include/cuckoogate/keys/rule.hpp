@@ -19,6 +19,17 @@
 namespace cg {
 
 enum class RuleKind : uint8_t { kFlow = 1, kSrc, kDst, kIp, kService, kUrl, kHost };
+
+// A rule's own action (`action=` after it in an add, docs/rules.md): what the
+// workers do with a packet it blocks. kDefault follows the gateway's
+// --action. Not part of the rule (its key): the blocklist keeps it per
+// hit-counter slot (Blocklist::slot_actions), the rule store as a byte.
+enum class RuleAction : uint8_t { kDefault = 0, kDrop = 1, kReject = 2 };
+// "drop" / "reject" (nullopt for anything else, "default" included: it is
+// what no action= gives); and the word of an action ("" for kDefault or a
+// byte that is no action).
+std::optional<RuleAction> rule_action_named(std::string_view word) noexcept;
+std::string_view rule_action_name(RuleAction a) noexcept;
 inline constexpr std::size_t kRuleKindCount = 7;
 
 // "flow", "src", "dst", "ip", "service", "url", "host"; "" for a value outside

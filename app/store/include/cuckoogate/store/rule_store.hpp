@@ -161,6 +161,9 @@ struct SideMeta {
 };
 inline std::size_t value_heap_bytes(const SideMeta& m) noexcept { return m.text.heap_bytes(); }
 
+// AddRequest::action / Change::action: leave a present rule's action as it is.
+inline constexpr std::uint8_t kKeepAction = 0xff;
+
 class RuleStore {
  public:
   using Clock = std::function<std::int64_t()>;  // milliseconds since the Unix epoch
@@ -177,7 +180,9 @@ class RuleStore {
     std::string_view text;
     std::int64_t ttl_ms = 0;  // 0 = no expiry
     std::string_view set = {};  // named set of a new rule ("" = default); a present rule keeps its own
-    std::uint8_t action = 0;    // the rule's action byte (0 = none); the latest add's replaces a present one's
+    // The rule's action byte (0 = none); the latest add's replaces a present
+    // one's, except kKeepAction: a present rule keeps its own, a new one gets 0.
+    std::uint8_t action = 0;
   };
   struct Removed {
     std::string key;

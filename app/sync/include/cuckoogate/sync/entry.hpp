@@ -1,14 +1,16 @@
 // One rule change as a Redis stream entry (docs/sync.md has the format).
 //
-//   op=add    rule=<rule text>  [ttl=<absolute expiry, Unix ms>]  [origin=<gateway id>]
+//   op=add    rule=<rule text>  [ttl=<absolute expiry, Unix ms>]  [action=drop|reject]
 //   op=del    rule=<rule text>
 //   op=flush  [kind=<kind>]                      every rule, or every rule of a kind
 //   op=batch  changes=<lines>    all or nothing, as the control socket's `batch`
 //   op=load   changes=<lines>    adds only, all or nothing, as `load`
 // Every op may carry origin=<gateway id> and outbox=<token> (docs/sync.md).
 // Change lines (batch, load), '\n' separated:
-//   add <expiry Unix ms, 0 = none> <rule text>
+//   add <expiry Unix ms, 0 = none> [action=drop|reject] <rule text>
 //   del <rule text>
+// (A rule with its own action, docs/rules.md: readers before per-rule
+// actions refuse such an entry or line as a rule that does not parse.)
 // Rule text goes through the gateway's rule parser (parse_rule), so anything a
 // control client may write is accepted, and stored in canonical form. Unknown
 // fields are ignored (newer writers may add some); an unknown op, a missing or
@@ -36,6 +38,7 @@ struct EntryChange {
   bool del = false;
   Rule rule;
   int64_t expiry_unix_ms = 0;  // add: 0 = no expiry
+  RuleAction action = RuleAction::kDefault;  // add: the rule's own action (action=)
 };
 
 struct Entry {
