@@ -313,7 +313,9 @@ std::unique_ptr<Blocklist> Blocklist::create(const Options& o, std::string* err,
         return nullptr;
       }
       rules[m] = std::move(*r);
-      actions[m] = static_cast<RuleAction>(c.value().action);
+      // A byte this version has no action for (a later version's) is the default.
+      const uint8_t a = c.value().action;
+      actions[m] = a <= static_cast<uint8_t>(RuleAction::kReject) ? static_cast<RuleAction>(a) : RuleAction::kDefault;
       keys[m] = b->keys_of(rules[m]);
       key128[m] = &keys[m].key;
       b->filter_->prefetch_insert(keys[m].hash);

@@ -300,7 +300,8 @@ bool same_content(const sync::Entry& a, const sync::Entry& b) {
   if (a.op != b.op || a.kind != b.kind || a.changes.size() != b.changes.size()) return false;
   for (std::size_t i = 0; i < a.changes.size(); ++i) {
     const sync::EntryChange &x = a.changes[i], &y = b.changes[i];
-    if (x.del != y.del || x.expiry_unix_ms != y.expiry_unix_ms || !(x.rule == y.rule)) return false;
+    if (x.del != y.del || x.expiry_unix_ms != y.expiry_unix_ms || x.action != y.action || !(x.rule == y.rule))
+      return false;
   }
   return true;
 }

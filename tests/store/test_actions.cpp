@@ -76,6 +76,9 @@ TEST(RecordActions, MalformedVersionThreeRecordsDoNotDecode) {
   std::string del = p;
   del[0] = static_cast<char>(RecordOp::del);  // only an add has an action
   EXPECT_FALSE(decode_record(del, &back));
+  std::string keep = p;
+  keep.back() = static_cast<char>(kKeepAction);  // a request's sentinel, never stored
+  EXPECT_FALSE(decode_record(keep, &back));
   std::string v4 = p;
   v4[1] = 4;
   EXPECT_FALSE(decode_record(v4, &back));

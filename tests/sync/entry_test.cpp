@@ -152,6 +152,7 @@ TEST(Entry, ActionsRoundTripInEntriesAndChangeLines) {
   garbage({{"op", "batch"}, {"changes", "add 0 action=rst host a.example"}});
   garbage({{"op", "batch"}, {"changes", "add 0 action=reject"}});
   garbage({{"op", "batch"}, {"changes", "del action=reject host a.example"}});
+  garbage({{"op", "load"}, {"changes", "add 0 action=reject host a.example"}});  // a load has none
 }
 
 TEST(Entry, GarbageIsRejectedWhole) {

@@ -61,7 +61,11 @@ bool decode_record(std::string_view p, StoreRecord* r) {
   std::size_t at = kStoreRecordFixed + key_len + set_len;
   r->action = 0;
   if (version == 3) {  // written only for an add with an action
-    if (op != static_cast<std::uint8_t>(RecordOp::add) || at == p.size() || p[at] == 0) return false;
+    // Not 0 (written as version 1 or 2) and not 0xff (kKeepAction, a
+    // request's "leave it", never a rule's state).
+    if (op != static_cast<std::uint8_t>(RecordOp::add) || at == p.size() || p[at] == 0 ||
+        static_cast<std::uint8_t>(p[at]) == 0xff)
+      return false;
     r->action = static_cast<std::uint8_t>(p[at++]);
   }
   r->op = static_cast<RecordOp>(op);

@@ -46,8 +46,11 @@ void encode_line(const EntryChange& c, std::string* out) {
   *out += '\n';
 }
 
-// One change line; adds_only for `load`.
-bool decode_line(std::string_view line, bool adds_only, EntryChange* c, std::string* err) {
+// One change line: any (batch, outbox), adds with their actions (snapshot),
+// or adds without actions (`load`, as the control socket's load).
+enum class Lines : uint8_t { kChanges, kSnapshot, kLoad };
+bool decode_line(std::string_view line, Lines what, EntryChange* c, std::string* err) {
+  const bool adds_only = what != Lines::kChanges;
   const std::size_t sp = line.find(' ');
   const std::string_view verb = line.substr(0, sp);
   std::string_view rest = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
@@ -67,6 +70,10 @@ bool decode_line(std::string_view line, bool adds_only, EntryChange* c, std::str
   c->del = false;
   rest.remove_prefix(sp2 + 1);
   c->action = RuleAction::kDefault;
+  if (rest.starts_with("action=") && what == Lines::kLoad) {
+    *err = "a load line has no action (a load gives new rules the default one)";
+    return false;
+  }
   if (rest.starts_with("action=")) {  // no rule text starts so: it starts with a kind
     const std::size_t sp3 = rest.find(' ');
     const std::optional<RuleAction> a = rule_action_named(rest.substr(7, sp3 == std::string_view::npos ? sp3 : sp3 - 7));
@@ -82,7 +89,7 @@ bool decode_line(std::string_view line, bool adds_only, EntryChange* c, std::str
 
 // Decodes '\n'-separated change lines into *out; false and *err (naming the
 // line, counted from first_line) on the first that does not decode.
-bool decode_lines(std::string_view text, bool adds_only, std::size_t first_line, std::vector<EntryChange>* out,
+bool decode_lines(std::string_view text, Lines what, std::size_t first_line, std::vector<EntryChange>* out,
                   std::string* err) {
   for (std::size_t line_no = first_line; !text.empty(); ++line_no) {
     const std::size_t nl = text.find('\n');
@@ -90,7 +97,7 @@ bool decode_lines(std::string_view text, bool adds_only, std::size_t first_line,
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     EntryChange c;
     std::string why;
-    if (!decode_line(line, adds_only, &c, &why)) {
+    if (!decode_line(line, what, &c, &why)) {
       *err = "line " + std::to_string(line_no) + ": " + why;
       return false;
     }
@@ -213,7 +220,8 @@ bool decode_entry_into(const FieldViews& fields, Entry* out, std::string* err) {
     e.changes.clear();
     if (changes->size() > kMaxChangesBytes) return fail("'changes' longer than the limit");
     std::string why;
-    if (!decode_lines(*changes, e.op == EntryOp::kLoad, 1, &e.changes, &why)) return fail("changes " + why);
+    if (!decode_lines(*changes, e.op == EntryOp::kLoad ? Lines::kLoad : Lines::kChanges, 1, &e.changes, &why))
+      return fail("changes " + why);
     if (e.changes.empty()) return fail("'changes' holds no change");
   } else {
     e.changes.clear();
@@ -248,7 +256,7 @@ bool decode_snapshot(std::string_view text, std::vector<EntryChange>* rules, std
     return false;
   }
   at->assign(text.substr(0, nl));
-  if (!decode_lines(text.substr(nl + 1), /*adds_only=*/true, 2, rules, err)) {
+  if (!decode_lines(text.substr(nl + 1), Lines::kSnapshot, 2, rules, err)) {
     *err = "snapshot " + *err;
     return false;
   }
@@ -298,7 +306,7 @@ bool decode_outbox_group(std::string_view text, std::vector<Entry>* entries, std
     } else {
       EntryChange c;
       std::string why;
-      if (!decode_line(line, /*adds_only=*/false, &c, &why)) {
+      if (!decode_line(line, Lines::kChanges, &c, &why)) {
         *err = "outbox line " + std::to_string(line_no) + ": " + why;
         return false;
       }
