@@ -103,6 +103,11 @@ constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
 // kHandshake: a TCP flow's stream was opened by its SYN-ACK (or SYN), so its
 // client and start are known, not guessed (StreamInspector::syn_ack).
 constexpr uint8_t kHandshake = 0x08;
+// kNamed: the flow's cold state holds the name its inspection read last
+// (Worker::flow_name); kNamedNow: read by a packet of this burst, whose own
+// keys judge it (cleared in step 3 with the judging bits), so the flow's
+// later packets of the burst follow that packet's verdict.
+constexpr uint8_t kNamed = 0x10, kNamedNow = 0x20;
 
 // A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
 // state bits in its entry, the reassembly slot and where the next message
@@ -829,6 +834,46 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   stop(cfg_.inspect_overflow_drop ? kQuicDropped : kQuicDone);
 }
 
+// The name a connection carried (docs/dataplane.md, "Names a connection
+// carried"). A TCP stream's or QUIC flow's packet whose inspection read a
+// name (`remember`: an SNI, an HTTP Host; the first host key of the packet)
+// leaves that name in its flow's cold state, 16 bytes (the exact set's
+// Key128 of it; without verify, its filter hash). Any other packet of such a
+// flow that is judged again — a rule was added since its pass was cached, or
+// the rule that blocked it was deleted — looks the name up too, so a host
+// rule added at run time reaches connections already open (TLS keep-alive,
+// a download under way) from the next burst on, and both directions of
+// them, as the name's own packet would have. A DNS query over UDP is left
+// out: it is a transaction of its own (dns_query_name_hit). Costs: one
+// 128-bit hash per inspected packet that holds a name, and a cold-line load
+// plus one exact-set probe per re-judged packet of a named flow while host
+// rules exist.
+void Worker::flow_name(uint16_t i, uint32_t kinds, bool remember) {
+  WorkerScratch& s = *s_;
+  flow::FlowEntry& e = *s.fr[s.flow[i]].entry;
+  const PacketKeys& pk = s.keys[i];
+  if (remember) {
+    for (unsigned k = 0; k < pk.n; ++k) {
+      if (pk.key[k].kind != RuleKind::kHost) continue;
+      const Key128 h =
+          cfg_.verify ? key_hash128(pk.key_bytes(k), pk.key[k].len) : Key128{pk.key[k].hash, 0};
+      flow::FlowCold& c = flows_->cold(e);
+      c.name[0] = h.lo;
+      c.name[1] = h.hi;
+      e.flags |= kNamed | kNamedNow;
+      return;  // this packet's own keys judge it
+    }
+  }
+  if ((e.flags & (kNamed | kNamedNow)) != kNamed || !has_rules(kinds, RuleKind::kHost)) return;
+  const flow::FlowCold& c = flows_->cold(e);
+  RuleKind kind = RuleKind::kHost;
+  uint32_t rule = 0;
+  if (cfg_.verify ? !burst_.exact->contains(Key128{c.name[0], c.name[1]}, &kind, &rule)
+                  : !burst_.filter->contains(c.name[0]))
+    return;
+  s.hit[i].keep(kind, rule);
+}
+
 // Adds packet i's keys of the kinds that have rules to the burst's bulk
 // lookup (s.hashes, from index nk); returns the new count. With verify, an
 // ip key shares its filter hash with the src or dst key of its address
@@ -955,6 +1000,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
     const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir, cfg_.quic,
                                                [&] { return first_payload_byte(i, pkts[i], false); });
+    bool remember = false;  // a name read from this packet's stream is the flow's (flow_name)
     if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes
@@ -964,12 +1010,15 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
       inspect_stream(i, frame, now, kinds);
+      remember = true;
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {
       inspect_quic(i, frame, now);
+      remember = true;
     } else {
       classify_meta(frame, m, s.keys[i]);
     }
+    if (tracked) flow_name(i, kinds, remember);
     nk = gather_keys(i, kinds, nk);
   }
   // 2. One bulk filter lookup; hits confirmed against the exact set.
@@ -1002,8 +1051,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
     // (Only when set: a store would dirty every cached flow's entry line.)
-    if (e != nullptr && (e->flags & (kJudgingFwd | kJudgingRev)) != 0)
-      e->flags &= static_cast<uint8_t>(~(kJudgingFwd | kJudgingRev));
+    constexpr uint8_t kThisBurst = kJudgingFwd | kJudgingRev | kNamedNow;
+    if (e != nullptr && (e->flags & kThisBurst) != 0) e->flags &= static_cast<uint8_t>(~kThisBurst);
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};

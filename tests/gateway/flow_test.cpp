@@ -229,6 +229,65 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
   EXPECT_EQ(gw.wait(30s), 130) << gw.err();
 }
 
+// A host rule added at run time reaches connections already open: a TLS
+// connection past its ClientHello and an HTTP one past its request, both
+// passing on their cached verdicts, are dropped both ways from the next
+// burst after `add host`, each by the name its inspection read; `del` lets
+// them pass again. (Before, only the addresses were judged again: the
+// connections ran on.)
+TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
+  const std::string sock = path("ctl.sock");
+  const Conn tls;
+  Conn web;
+  web.port = 80;
+  std::vector<Bytes> pkts = cat(tls.handshake(), web.handshake());
+  pkts.push_back(tls.c2s(0x18, 101, 501).payload(tls_client_hello("open.example")).frame());
+  const std::string get = "GET / HTTP/1.1\r\nHost: web.example\r\n\r\n";
+  pkts.push_back(web.data(get));
+  const auto req = static_cast<uint32_t>(get.size());
+  for (int i = 0; i < 4000; ++i) {  // about 5 s at 3 000 packets/s
+    const auto n = static_cast<uint32_t>(i);
+    pkts.push_back(tls.s2c(0x18, 501 + 10 * n, 400).payload("0123456789").frame());
+    pkts.push_back(tls.c2s(0x10, 400, 511 + 10 * n).frame());
+    pkts.push_back(web.s2c(0x18, 501 + 10 * n, 101 + req).payload("0123456789").frame());
+    pkts.push_back(web.c2s(0x10, 101 + req, 511 + 10 * n).frame());
+  }
+  write_pcap(path("in.pcap"), pkts);
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--pps", "3000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  auto stat = [&](const std::string& key) -> uint64_t {
+    for (const std::string& l : c.ask_multi("stats"))
+      if (l.rfind(key + " ", 0) == 0) return std::stoull(l.substr(key.size() + 1));
+    return 0;
+  };
+  auto wait = [&](const std::string& key, uint64_t above) {
+    for (int i = 0; i < 1000 && stat(key) <= above; ++i) std::this_thread::sleep_for(5ms);
+    return stat(key) > above;
+  };
+  ASSERT_TRUE(wait("cache.hits", 100)) << gw.err();
+  EXPECT_EQ(stat("dropped"), 0u);
+  EXPECT_EQ(c.ask("add host open.example"), "OK added");
+  ASSERT_TRUE(wait("dropped_by_kind.host", 100)) << "the open TLS connection ran on";
+  EXPECT_GT(stat("flow_drops"), 50u);
+  EXPECT_EQ(c.ask("add host web.example"), "OK added");
+  ASSERT_TRUE(c.wait_bursts_in_flight());
+  const uint64_t passed = stat("passed"), host_drops = stat("dropped_by_kind.host");
+  std::this_thread::sleep_for(300ms);  // ~900 packets more, all of the two connections
+  EXPECT_EQ(stat("passed"), passed) << "the open HTTP connection ran on";
+  EXPECT_GT(stat("dropped_by_kind.host"), host_drops + 300);
+  EXPECT_EQ(c.ask("del host open.example"), "OK deleted");
+  EXPECT_EQ(c.ask("del host web.example"), "OK deleted");
+  ASSERT_TRUE(c.wait_bursts_in_flight());
+  const uint64_t dropped = stat("dropped");
+  ASSERT_TRUE(wait("passed", passed + 200));
+  EXPECT_EQ(stat("dropped"), dropped);  // both pass again
+  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+}
+
 // Only additions re-judge passing flows: an added rule (even one that
 // matches nothing here) costs each direction of a cached flow one
 // classification; a deletion cannot turn a pass into a drop, so it costs
