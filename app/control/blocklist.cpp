@@ -691,7 +691,8 @@ std::vector<Blocklist::Outcome> Blocklist::apply_group(const std::vector<Change>
         } else if (!expiring && c.ttl_ms == 0 && c.action == action) {
           out[i] = Outcome::kExists;  // the latest add defines lifetime and action: unchanged
         } else {
-          out[i] = Outcome::kUpdated;
+          // Not expiring and no ttl given: only the action changed.
+          out[i] = !expiring && c.ttl_ms == 0 ? Outcome::kActionUpdated : Outcome::kUpdated;
           updated = true;
           ttl = c.ttl_ms;
           expiring = c.ttl_ms > 0;

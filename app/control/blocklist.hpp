@@ -182,7 +182,7 @@ class Blocklist {
   };
   enum class Outcome : uint8_t {
     kAdded, kExists, kUpdated,  // add (kUpdated: the lifetime replaced, and maybe the action)
-    kActionUpdated,             // add: only the action replaced (apply(); apply_group says kUpdated)
+    kActionUpdated,             // add: only the action replaced
     kDeleted, kAbsent,          // del
     kFull,                      // add: no room (filter path or capacity)
     kIoError,                   // the journal could not be written: nothing applied

@@ -86,8 +86,8 @@ TEST_F(Actions, ApplyGroupEndsWithEachRulesLastAction) {
                                    {Op::kAdd, y, 0, {}, RuleAction::kReject},     // one given
                                    {Op::kAdd, n, 0, {}, RuleAction::kDrop},       // new,
                                    {Op::kAdd, n, 0, {}, RuleAction::kReject}});   // then changed
-  EXPECT_EQ(out, (std::vector<Blocklist::Outcome>{Blocklist::Outcome::kUpdated, Blocklist::Outcome::kUpdated,
-                                                  Blocklist::Outcome::kAdded, Blocklist::Outcome::kUpdated}));
+  EXPECT_EQ(out, (std::vector<Blocklist::Outcome>{Blocklist::Outcome::kActionUpdated, Blocklist::Outcome::kActionUpdated,
+                                                  Blocklist::Outcome::kAdded, Blocklist::Outcome::kActionUpdated}));
   EXPECT_EQ(slot_action(*b, x), kDefault);
   EXPECT_EQ(slot_action(*b, y), kReject);
   EXPECT_EQ(slot_action(*b, n), kReject);

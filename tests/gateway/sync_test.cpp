@@ -515,6 +515,43 @@ TEST_F(SyncTest, AnEntryWithOurOutboxTokenButAnotherRuleIsNotTakenAsOurs) {
   EXPECT_TRUE(a2->has("host impostor.example"));
 }
 
+// The action is part of what the token must carry: an entry with our token
+// and the queued rule but without its action= is not ours either (it was
+// taken as delivered, and the other gateways never learnt the action).
+TEST_F(SyncTest, AnEntryWithOurOutboxTokenButAnotherActionIsNotTakenAsOurs) {
+  auto a = Gw::run("yb", redis_->url(), dir_ + "/state-a", queue_config());
+  ASSERT_TRUE(a->up()) << a->err();
+  std::string token;
+  ASSERT_NO_FATAL_FAILURE(queue_then_crash(a, {"host x.example action=reject"}, &token));
+  redis_->cli({"XADD", "cuckoogate:rules", "*", "op", "add", "rule", "host x.example", "origin", "yb", "outbox", token});
+  auto a2 = Gw::run("yb", redis_->url(), dir_ + "/state-a", queue_config());
+  ASSERT_TRUE(a2->up()) << a2->err();
+  ASSERT_TRUE(eventually([&] { return num(stats(a2->ctl()), "sync.queued") == 0; })) << a2->err();
+  EXPECT_EQ(redis_->cli({"XLEN", "cuckoogate:rules"}), "2\n");  // the look-alike, then the queued change
+  EXPECT_EQ(num(stats(a2->ctl()), "sync.outbox_appended"), 1u);
+  EXPECT_EQ(a2->list(), (std::vector<std::string>{"host x.example action=reject"}));
+}
+
+// Per-rule actions travel with their rules: an add with action=, a change
+// of it, and a snapshot rebuild all reach the other gateway.
+TEST_F(SyncTest, PerRuleActionsReachTheOtherGateway) {
+  auto a = Gw::run("pa", redis_->url(), dir_ + "/state-a");
+  auto b = Gw::run("pb", redis_->url(), dir_ + "/state-b");
+  ASSERT_TRUE(a->up()) << a->err();
+  ASSERT_TRUE(b->up()) << b->err();
+  EXPECT_EQ(a->ctl().ask("add host r.example action=reject"), "OK added");
+  std::string first;
+  EXPECT_EQ(a->ctl().ask_multi("batch\nadd host d.example action=drop\nadd src 192.0.2.5\n.", &first),
+            (std::vector<std::string>{"added", "added"}));
+  EXPECT_EQ(first, "OK 2");
+  ASSERT_TRUE(eventually([&] { return b->list() == a->list() && a->list().size() == 3; })) << b->err();
+  EXPECT_EQ(b->list(), (std::vector<std::string>{"src 192.0.2.5", "host d.example action=drop",
+                                                 "host r.example action=reject"}));
+  EXPECT_EQ(a->ctl().ask("add host r.example action=drop"), "OK action updated");
+  ASSERT_TRUE(eventually([&] { return b->list() == a->list(); })) << b->err();
+  EXPECT_EQ(b->list()[2], "host r.example action=drop");
+}
+
 // A write too large for one outbox group (one journal record) is refused
 // with the reason while Redis is down, and nothing of it is applied.
 TEST_F(SyncTest, AnOfflineWriteTooLargeToQueueIsRefusedWhole) {
