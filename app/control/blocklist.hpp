@@ -318,6 +318,9 @@ class Blocklist {
   const std::atomic<uint8_t>* slot_actions() const noexcept { return actions_; }
   // A present rule's action (kDefault if absent).
   RuleAction action(const Rule& r) const;
+  // Whether workers can apply per-rule actions: they need the exact set's
+  // slots, which a pure-filter gateway (kind_keyed_addresses) does not read.
+  bool per_rule_actions() const noexcept { return !kind_keyed_addresses_; }
   bool durable() const noexcept { return store_->durable(); }
   const std::string& last_error() const noexcept { return last_error_; }
   // The state directory's health for `info`: the journal refuses changes

@@ -58,6 +58,11 @@ std::string_view outcome_word(Blocklist::Outcome o) {
 // Loads and batches holding at least this much trim the heap when done.
 constexpr std::size_t kTrimAfterBytes = std::size_t{16} << 20;
 
+// A pure-filter gateway has no hit-counter slots to keep an action in.
+constexpr std::string_view kNoPerRuleActions =
+    "action= needs the exact set: this gateway runs --no-verify (gateway.verify = false), where every rule has "
+    "the gateway's --action";
+
 constexpr std::string_view kSetsNotShared =
     "named sets and load replace are not replicated by the Redis sync: with a shared blocklist, "
     "use the default set";
@@ -236,6 +241,11 @@ void CommandHandler::stream_line(Session& s, std::string_view line, std::string&
     release(s);
     return;
   }
+  if (p.req->action != RuleAction::kDefault && !b_.per_rule_actions()) {
+    s.stream_error = "line " + std::to_string(s.stream_line) + ": " + std::string(kNoPerRuleActions);
+    release(s);
+    return;
+  }
   if (!hold(s, rule_bytes(*p.req->rule), out)) return;
   s.batch.push_back({p.req->verb == Verb::kAdd ? Blocklist::Change::Op::kAdd : Blocklist::Change::Op::kDel,
                      std::move(*p.req->rule), p.req->ttl_ms, std::move(p.req->set), p.req->action});
@@ -300,6 +310,11 @@ void CommandHandler::handle_line(Session& s, std::string_view line, std::string&
   if (p.req && repl_ != nullptr && p.req->verb == Verb::kAdd && named_set(p.req->set)) {
     commit();  // answers stay in request order
     err(out, 501, kSetsNotShared);
+    return;
+  }
+  if (p.req && p.req->action != RuleAction::kDefault && !b_.per_rule_actions()) {
+    commit();
+    err(out, 400, std::string(kNoPerRuleActions));
     return;
   }
   if (p.req && (p.req->verb == Verb::kAdd || p.req->verb == Verb::kDel)) {

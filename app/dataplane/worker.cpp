@@ -103,7 +103,7 @@ constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
 // kHandshake: a TCP flow's stream was opened by its SYN-ACK (or SYN), so its
 // client and start are known, not guessed (StreamInspector::syn_ack).
 constexpr uint8_t kHandshake = 0x08;
-// kNamed: the flow's cold state holds the name its inspection read last
+// kNamed: the flow's cold state holds names its inspection read
 // (Worker::flow_name); kNamedNow: read by a packet of this burst, whose own
 // keys judge it (cleared in step 3 with the judging bits), so the flow's
 // later packets of the burst follow that packet's verdict.
@@ -546,6 +546,9 @@ void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
     if (key.kind != RuleKind::kHost && key.kind != RuleKind::kUrl) continue;  // the packet's own are judged
+    // Its name is one the flow carried (flow_name): a later rule finds it.
+    if (key.kind == RuleKind::kHost && s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr)
+      remember_name(*s.fr[s.flow[i]].entry, pk, k);
     if (!has_rules(kinds, key.kind) || !burst_.filter->contains(key.hash)) continue;
     RuleKind kind = key.kind;
     uint32_t rule = 0;
@@ -834,44 +837,59 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
   stop(cfg_.inspect_overflow_drop ? kQuicDropped : kQuicDone);
 }
 
-// The name a connection carried (docs/dataplane.md, "Names a connection
+// The names a connection carried (docs/dataplane.md, "Names a connection
 // carried"). A TCP stream's or QUIC flow's packet whose inspection read a
-// name (`remember`: an SNI, an HTTP Host; the first host key of the packet)
-// leaves that name in its flow's cold state, 16 bytes (the exact set's
-// Key128 of it; without verify, its filter hash). Any other packet of such a
-// flow that is judged again — a rule was added since its pass was cached, or
-// the rule that blocked it was deleted — looks the name up too, so a host
-// rule added at run time reaches connections already open (TLS keep-alive,
-// a download under way) from the next burst on, and both directions of
-// them, as the name's own packet would have. A DNS query over UDP is left
-// out: it is a transaction of its own (dns_query_name_hit). Costs: one
-// 128-bit hash per inspected packet that holds a name, and a cold-line load
-// plus one exact-set probe per re-judged packet of a named flow while host
-// rules exist.
+// name (`remember`: an SNI, an HTTP Host; the packet's first host key, and
+// that of a further message in its segment, judge_extra) leaves it in its
+// flow's cold state: the first name the flow carried, and the latest other
+// one, 16 bytes each (the exact set's Key128 of it; without verify, its
+// filter hash). A later name never replaces the first, so a decoy request
+// or ClientHello after the one that matters cannot wash it out. Any other
+// packet of such a flow that is judged again — a rule was added since its
+// pass was cached, or the rule that blocked it was deleted — looks both up
+// too, so a host rule added at run time reaches connections already open
+// (TLS keep-alive, a download under way) from the next burst on, both
+// directions of them, as the name's own packet would have. A DNS query over
+// UDP is left out: it is a transaction of its own (dns_query_name_hit).
+// Costs: one 128-bit hash per inspected packet that holds a name, and a
+// cold-line load plus one or two exact-set probes per re-judged packet of a
+// named flow while host rules exist.
 void Worker::flow_name(uint16_t i, uint32_t kinds, bool remember) {
   WorkerScratch& s = *s_;
   flow::FlowEntry& e = *s.fr[s.flow[i]].entry;
-  const PacketKeys& pk = s.keys[i];
   if (remember) {
+    const PacketKeys& pk = s.keys[i];
     for (unsigned k = 0; k < pk.n; ++k) {
       if (pk.key[k].kind != RuleKind::kHost) continue;
-      const Key128 h =
-          cfg_.verify ? key_hash128(pk.key_bytes(k), pk.key[k].len) : Key128{pk.key[k].hash, 0};
-      flow::FlowCold& c = flows_->cold(e);
-      c.name[0] = h.lo;
-      c.name[1] = h.hi;
-      e.flags |= kNamed | kNamedNow;
+      remember_name(e, pk, k);
       return;  // this packet's own keys judge it
     }
   }
   if ((e.flags & (kNamed | kNamedNow)) != kNamed || !has_rules(kinds, RuleKind::kHost)) return;
   const flow::FlowCold& c = flows_->cold(e);
-  RuleKind kind = RuleKind::kHost;
-  uint32_t rule = 0;
-  if (cfg_.verify ? !burst_.exact->contains(Key128{c.name[0], c.name[1]}, &kind, &rule)
-                  : !burst_.filter->contains(c.name[0]))
-    return;
-  s.hit[i].keep(kind, rule);
+  for (const uint64_t* n : {c.name[0], c.name[1]}) {
+    if ((n[0] | n[1]) == 0) break;  // the second is empty: one name so far
+    RuleKind kind = RuleKind::kHost;
+    uint32_t rule = 0;
+    if (cfg_.verify ? burst_.exact->contains(Key128{n[0], n[1]}, &kind, &rule) : burst_.filter->contains(n[0]))
+      s.hit[i].keep(kind, rule);
+  }
+}
+
+// Host key k of `pk` as one of flow e's names (flow_name): its first, else
+// its latest other one. Marks the flow kNamedNow: the packet's keys judge it.
+void Worker::remember_name(flow::FlowEntry& e, const PacketKeys& pk, unsigned k) {
+  const Key128 h = cfg_.verify ? key_hash128(pk.key_bytes(k), pk.key[k].len) : Key128{pk.key[k].hash, 0};
+  flow::FlowCold& c = flows_->cold(e);
+  // An all-zero slot is empty: XXH3-128 (or a 64-bit filter hash) of a name
+  // is zero with probability 2^-128 (2^-64), and the entry's creation zeroed it.
+  uint64_t* slot = (e.flags & kNamed) == 0 ? c.name[0] : c.name[1];
+  if (slot == c.name[1] && c.name[0][0] == h.lo && c.name[0][1] == h.hi) slot = nullptr;  // the first again
+  if (slot != nullptr) {
+    slot[0] = h.lo;
+    slot[1] = h.hi;
+  }
+  e.flags |= kNamed | kNamedNow;
 }
 
 // Adds packet i's keys of the kinds that have rules to the burst's bulk

@@ -169,6 +169,7 @@ class Worker {
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void flow_name(uint16_t i, uint32_t kinds, bool remember);
+  void remember_name(flow::FlowEntry& e, const PacketKeys& pk, unsigned k);
   bool unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected);
   void ignore_bad_control(uint16_t i, const rte_mbuf* mb);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);

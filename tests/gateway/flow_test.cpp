@@ -287,6 +287,55 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
   EXPECT_EQ(gw.wait(60s), 0) << gw.err();
 }
 
+// A later name does not wash out the first (an outside check kept both
+// connections below running past `add host` when only the latest name was
+// kept): a request for another host after the download's, a second
+// ClientHello naming another server, a decoy pipelined with the download's
+// request in one segment. Each connection is cut once its first name is added.
+TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
+  const std::string sock = path("ctl.sock");
+  Conn web, tls, piped;
+  web.port = 80;
+  piped.port = 8080;
+  const std::string get_dl = "GET /big HTTP/1.1\r\nHost: dl.example\r\n\r\n";
+  const std::string get_other = "GET / HTTP/1.1\r\nHost: decoy.example\r\n\r\n";
+  const auto off = static_cast<uint32_t>(get_dl.size());
+  const Bytes hello = tls_client_hello("blk.example");
+  std::vector<Bytes> pkts = cat(cat(web.handshake(), tls.handshake()), piped.handshake());
+  pkts.push_back(web.data(get_dl));
+  pkts.push_back(web.data(get_other, off));
+  pkts.push_back(tls.c2s(0x18, 101, 501).payload(hello).frame());
+  pkts.push_back(tls.c2s(0x18, 101 + static_cast<uint32_t>(hello.size()), 501)
+                     .payload(tls_client_hello("decoy.example"))
+                     .frame());
+  pkts.push_back(piped.data(get_other + "GET /big HTTP/1.1\r\nHost: piped.example\r\n\r\n"));
+  for (int i = 0; i < 2500; ++i) {  // about 3 s at 3 000 packets/s
+    const auto n = static_cast<uint32_t>(i);
+    for (const Conn* k : {&web, &tls, &piped})
+      pkts.push_back(k->s2c(0x18, 501 + 10 * n, 101).payload("0123456789").frame());
+  }
+  write_pcap(path("in.pcap"), pkts);
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--pps", "3000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  const Stats stat{c};
+  ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw.err();
+  EXPECT_EQ(stat("dropped"), 0u);
+  std::string first;
+  EXPECT_EQ(c.ask_multi("batch\nadd host dl.example\nadd host blk.example\nadd host piped.example\n.", &first),
+            (std::vector<std::string>{"added", "added", "added"}));
+  EXPECT_EQ(first, "OK 3");
+  ASSERT_TRUE(c.wait_bursts_in_flight());
+  const uint64_t passed = stat("passed");
+  std::this_thread::sleep_for(300ms);  // ~900 server packets more, of the three connections
+  EXPECT_EQ(stat("passed"), passed) << "a connection ran on";
+  EXPECT_GT(stat("dropped_by_kind.host"), 300u);
+  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+}
+
 // Only additions re-judge passing flows: an added rule (even one that
 // matches nothing here) costs each direction of a cached flow one
 // classification; a deletion cannot turn a pass into a drop, so it costs
@@ -611,6 +660,27 @@ TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
   EXPECT_EQ(rst_to_server[0xc000022du], 0);   // 192.0.2.45: action=drop
   EXPECT_GT(rst_to_server[0xc000022eu], 0);   // 192.0.2.46, after its change
   EXPECT_LT(rst_to_server[0xc000022eu], rst_to_server[0xc000022cu]);
+}
+
+// A pure-filter gateway (--no-verify) has no rule slots to keep an action
+// in: action= is refused, alone and in a batch, rather than listed and
+// ignored (an outside check: `list` showed action=reject, the rule dropped).
+TEST_F(Flows, APureFilterGatewayRefusesPerRuleActions) {
+  const std::string sock = path("ctl.sock");
+  write_pcap(path("in.pcap"), {Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(40001, 80, 0x10).frame()});
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--no-verify", "--loop", "100000", "--pps", "1000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  EXPECT_EQ(c.ask("add host x.example action=reject").rfind("ERR 400 action= needs the exact set", 0), 0u);
+  EXPECT_EQ(c.ask("batch\nadd host y.example\nadd host x.example action=drop\n.").rfind("ERR 400", 0), 0u);
+  EXPECT_EQ(c.ask("check host y.example"), "OK absent");  // nothing of the batch applied
+  EXPECT_EQ(c.ask("add host x.example"), "OK added");
+  EXPECT_EQ(c.ask_multi("list host"), (std::vector<std::string>{"host x.example"}));
+  gw.signal(SIGINT);
+  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
 }
 
 // And the other way: with --action reject, a rule added with action=drop is
