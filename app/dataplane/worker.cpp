@@ -78,6 +78,8 @@ struct WorkerScratch {
   uint16_t slot[kMaxBurstKeys];   // key index within its packet
   uint64_t hit_mask[(kMaxBurstKeys + 63) / 64];
   bool inspect_drop[kBurst];      // dropped by inspect_overflow = "drop"
+  Key128 names[kBurst][2];        // the first and the latest name packet i's inspection read (note_names)
+  uint8_t nnames[kBurst];
   bool control_bad[kBurst];       // a FIN, RST or SYN-ACK whose bad checksum ignore_bad_control() found
   PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
@@ -104,10 +106,8 @@ constexpr uint8_t kJudgingFwd = 0x40, kJudgingRev = 0x80;
 // client and start are known, not guessed (StreamInspector::syn_ack).
 constexpr uint8_t kHandshake = 0x08;
 // kNamed: the flow's cold state holds names its inspection read
-// (Worker::flow_name); kNamedNow: read by a packet of this burst, whose own
-// keys judge it (cleared in step 3 with the judging bits), so the flow's
-// later packets of the burst follow that packet's verdict.
-constexpr uint8_t kNamed = 0x10, kNamedNow = 0x20;
+// (Worker::flow_name).
+constexpr uint8_t kNamed = 0x10;
 
 // A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
 // state bits in its entry, the reassembly slot and where the next message
@@ -531,6 +531,7 @@ void Worker::on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App, 
     // urgent byte taken out the way the receiver does).
     const bool own = p == k.frame + m.payload_off;
     classify_meta(k.frame, m, s.keys[k.i], own ? nullptr : p, own ? 0 : n);
+    k.w->note_names(k.i, s.keys[k.i]);
     k.classified = true;
     return;
   }
@@ -542,13 +543,11 @@ void Worker::on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App, 
 void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds) {
   WorkerScratch& s = *s_;
   classify_meta(frame, s.meta[i], s.extra, p, n);
+  note_names(i, s.extra);  // names the flow carried (flow_name): a later rule finds them
   const PacketKeys& pk = s.extra;
   for (unsigned k = 0; k < pk.n; ++k) {
     const PacketKey& key = pk.key[k];
     if (key.kind != RuleKind::kHost && key.kind != RuleKind::kUrl) continue;  // the packet's own are judged
-    // Its name is one the flow carried (flow_name): a later rule finds it.
-    if (key.kind == RuleKind::kHost && s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr)
-      remember_name(*s.fr[s.flow[i]].entry, pk, k);
     if (!has_rules(kinds, key.kind) || !burst_.filter->contains(key.hash)) continue;
     RuleKind kind = key.kind;
     uint32_t rule = 0;
@@ -838,34 +837,28 @@ void Worker::inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now) {
 }
 
 // The names a connection carried (docs/dataplane.md, "Names a connection
-// carried"). A TCP stream's or QUIC flow's packet whose inspection read a
-// name (`remember`: an SNI, an HTTP Host; the packet's first host key, and
-// that of a further message in its segment, judge_extra) leaves it in its
-// flow's cold state: the first name the flow carried, and the latest other
-// one, 16 bytes each (the exact set's Key128 of it; without verify, its
-// filter hash). A later name never replaces the first, so a decoy request
-// or ClientHello after the one that matters cannot wash it out. Any other
-// packet of such a flow that is judged again — a rule was added since its
-// pass was cached, or the rule that blocked it was deleted — looks both up
-// too, so a host rule added at run time reaches connections already open
-// (TLS keep-alive, a download under way) from the next burst on, both
-// directions of them, as the name's own packet would have. A DNS query over
-// UDP is left out: it is a transaction of its own (dns_query_name_hit).
-// Costs: one 128-bit hash per inspected packet that holds a name, and a
-// cold-line load plus one or two exact-set probes per re-judged packet of a
-// named flow while host rules exist.
-void Worker::flow_name(uint16_t i, uint32_t kinds, bool remember) {
+// carried"). The names a TCP stream's or QUIC flow's inspection reads (an
+// SNI, an HTTP Host or absolute-form target; of every message of a segment)
+// are noted per packet (note_names) and, in step 3, once the packet is
+// judged, kept in its flow's cold state (remember_name): the first name the
+// flow carried, which no later one replaces, and the latest other one, 16
+// bytes each (the exact set's Key128 of the name's own key; without verify,
+// its filter hash). Every classified packet of a named flow — one judged
+// again because a rule was added since its pass was cached, or because the
+// rule that blocked it was deleted, and one that brings a name of its own —
+// looks the kept names up here, so a host rule added at run time reaches
+// connections already open (TLS keep-alive, a download under way) from the
+// next burst on, in both directions, and a new name cannot stand in for
+// the old ones. Names noted in this burst are not looked up by the burst's
+// later packets: those follow the verdict of the packet that brought them
+// (step 3). A DNS query over UDP notes none: it is a transaction of its own
+// (dns_query_name_hit). Costs: one 128-bit hash per name read, and a
+// cold-line load plus one or two exact-set probes per classified packet of
+// a named flow while host rules exist.
+void Worker::flow_name(uint16_t i, uint32_t kinds) {
   WorkerScratch& s = *s_;
-  flow::FlowEntry& e = *s.fr[s.flow[i]].entry;
-  if (remember) {
-    const PacketKeys& pk = s.keys[i];
-    for (unsigned k = 0; k < pk.n; ++k) {
-      if (pk.key[k].kind != RuleKind::kHost) continue;
-      remember_name(e, pk, k);
-      return;  // this packet's own keys judge it
-    }
-  }
-  if ((e.flags & (kNamed | kNamedNow)) != kNamed || !has_rules(kinds, RuleKind::kHost)) return;
+  const flow::FlowEntry& e = *s.fr[s.flow[i]].entry;
+  if ((e.flags & kNamed) == 0 || !has_rules(kinds, RuleKind::kHost)) return;
   const flow::FlowCold& c = flows_->cold(e);
   for (const uint64_t* n : {c.name[0], c.name[1]}) {
     if ((n[0] | n[1]) == 0) break;  // the second is empty: one name so far
@@ -876,20 +869,42 @@ void Worker::flow_name(uint16_t i, uint32_t kinds, bool remember) {
   }
 }
 
-// Host key k of `pk` as one of flow e's names (flow_name): its first, else
-// its latest other one. Marks the flow kNamedNow: the packet's keys judge it.
-void Worker::remember_name(flow::FlowEntry& e, const PacketKeys& pk, unsigned k) {
-  const Key128 h = cfg_.verify ? key_hash128(pk.key_bytes(k), pk.key[k].len) : Key128{pk.key[k].hash, 0};
+// The names among pk's keys (a host key that is not a parent domain of the
+// one before it: those end where it ends, Emitter::host), as packet i's
+// first and latest one.
+void Worker::note_names(uint16_t i, const PacketKeys& pk) {
+  WorkerScratch& s = *s_;
+  const uint8_t* prev_end = nullptr;
+  for (unsigned k = 0; k < pk.n; ++k) {
+    if (pk.key[k].kind != RuleKind::kHost) continue;
+    const uint8_t* end = pk.key_bytes(k) + pk.key[k].len;
+    if (end == prev_end) continue;  // a parent domain of the name before
+    prev_end = end;
+    const Key128 h = cfg_.verify ? key_hash128(pk.key_bytes(k), pk.key[k].len) : Key128{pk.key[k].hash, 0};
+    uint8_t& n = s.nnames[i];
+    if (n == 0) {
+      s.names[i][n++] = h;
+    } else if (!(h == s.names[i][0])) {
+      s.names[i][1] = h;
+      n = 2;
+    }
+  }
+}
+
+// A name packet i's inspection read, kept for its flow e (flow_name): as
+// its first name, else as its latest other one.
+void Worker::remember_name(flow::FlowEntry& e, const Key128& h) {
   flow::FlowCold& c = flows_->cold(e);
   // An all-zero slot is empty: XXH3-128 (or a 64-bit filter hash) of a name
   // is zero with probability 2^-128 (2^-64), and the entry's creation zeroed it.
-  uint64_t* slot = (e.flags & kNamed) == 0 ? c.name[0] : c.name[1];
-  if (slot == c.name[1] && c.name[0][0] == h.lo && c.name[0][1] == h.hi) slot = nullptr;  // the first again
-  if (slot != nullptr) {
-    slot[0] = h.lo;
-    slot[1] = h.hi;
+  if ((e.flags & kNamed) == 0) {
+    c.name[0][0] = h.lo;
+    c.name[0][1] = h.hi;
+    e.flags |= kNamed;
+  } else if (c.name[0][0] != h.lo || c.name[0][1] != h.hi) {
+    c.name[1][0] = h.lo;
+    c.name[1][1] = h.hi;
   }
-  e.flags |= kNamed | kNamedNow;
 }
 
 // Adds packet i's keys of the kinds that have rules to the burst's bulk
@@ -1004,6 +1019,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
   for (uint16_t i = 0; i < first; ++i) s.classify[i] = false;
   for (uint16_t i = first; i < n; ++i) {
     s.hit[i] = {};
+    s.nnames[i] = 0;
     s.classify[i] = !from_cache(i, pkts[i], gen, pass_gen);
     // Untracked: no flow could be kept (not a bare SYN, which waits for its answer).
     untracked += s.flow[i] < 0 || (s.fr[s.flow[i]].entry == nullptr && !s.fr[s.flow[i]].deferred);
@@ -1018,7 +1034,6 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
     const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir, cfg_.quic,
                                                [&] { return first_payload_byte(i, pkts[i], false); });
-    bool remember = false;  // a name read from this packet's stream is the flow's (flow_name)
     if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes
@@ -1027,16 +1042,15 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     } else if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
     } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
-      inspect_stream(i, frame, now, kinds);
-      remember = true;
+      inspect_stream(i, frame, now, kinds);  // notes the names it reads
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {
       inspect_quic(i, frame, now);
-      remember = true;
+      note_names(i, s.keys[i]);
     } else {
       classify_meta(frame, m, s.keys[i]);
     }
-    if (tracked) flow_name(i, kinds, remember);
+    if (tracked) flow_name(i, kinds);
     nk = gather_keys(i, kinds, nk);
   }
   // 2. One bulk filter lookup; hits confirmed against the exact set.
@@ -1069,8 +1083,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     flow::FlowEntry* e = s.flow[i] >= 0 ? s.fr[s.flow[i]].entry : nullptr;
     RuleHit h = s.hit[i];
     // (Only when set: a store would dirty every cached flow's entry line.)
-    constexpr uint8_t kThisBurst = kJudgingFwd | kJudgingRev | kNamedNow;
-    if (e != nullptr && (e->flags & kThisBurst) != 0) e->flags &= static_cast<uint8_t>(~kThisBurst);
+    if (e != nullptr && (e->flags & (kJudgingFwd | kJudgingRev)) != 0)
+      e->flags &= static_cast<uint8_t>(~(kJudgingFwd | kJudgingRev));
+    if (e != nullptr && s.classify[i])  // the names it brought, once it is judged (flow_name)
+      for (uint8_t k = 0; k < s.nnames[i]; ++k) remember_name(*e, s.names[i][k]);
     if (e != nullptr && s.classify[i]) {
       if (e->blocked() && h.kind == 0) {         // blocked by an earlier packet of this burst
         h = {e->rule_kind, e->rule_slot};

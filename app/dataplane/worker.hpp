@@ -168,8 +168,9 @@ class Worker {
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
-  void flow_name(uint16_t i, uint32_t kinds, bool remember);
-  void remember_name(flow::FlowEntry& e, const PacketKeys& pk, unsigned k);
+  void flow_name(uint16_t i, uint32_t kinds);
+  void note_names(uint16_t i, const PacketKeys& pk);
+  void remember_name(flow::FlowEntry& e, const Key128& h);
   bool unreadable(const rte_mbuf* mb, const uint8_t* frame, const PacketMeta& m, bool inspected);
   void ignore_bad_control(uint16_t i, const rte_mbuf* mb);
   void send_rejects(const QueueLink& q, rte_mbuf** drop, uint16_t nd, uint64_t now);

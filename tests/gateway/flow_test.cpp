@@ -294,14 +294,15 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
 // request in one segment. Each connection is cut once its first name is added.
 TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
   const std::string sock = path("ctl.sock");
-  Conn web, tls, piped;
+  Conn web, tls, piped, first;
   web.port = 80;
   piped.port = 8080;
+  first.port = 8081;
   const std::string get_dl = "GET /big HTTP/1.1\r\nHost: dl.example\r\n\r\n";
   const std::string get_other = "GET / HTTP/1.1\r\nHost: decoy.example\r\n\r\n";
   const auto off = static_cast<uint32_t>(get_dl.size());
   const Bytes hello = tls_client_hello("blk.example");
-  std::vector<Bytes> pkts = cat(cat(web.handshake(), tls.handshake()), piped.handshake());
+  std::vector<Bytes> pkts = cat(cat(cat(web.handshake(), tls.handshake()), piped.handshake()), first.handshake());
   pkts.push_back(web.data(get_dl));
   pkts.push_back(web.data(get_other, off));
   pkts.push_back(tls.c2s(0x18, 101, 501).payload(hello).frame());
@@ -309,9 +310,14 @@ TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
                      .payload(tls_client_hello("decoy.example"))
                      .frame());
   pkts.push_back(piped.data(get_other + "GET /big HTTP/1.1\r\nHost: piped.example\r\n\r\n"));
-  for (int i = 0; i < 2500; ++i) {  // about 3 s at 3 000 packets/s
+  // The real name first in a segment, a decoy after it, another decoy later.
+  const std::string get_first = "GET /big HTTP/1.1\r\nHost: first.example\r\n\r\n";
+  pkts.push_back(first.data(get_first + get_other));
+  pkts.push_back(first.data("GET / HTTP/1.1\r\nHost: z.example\r\n\r\n",
+                            static_cast<uint32_t>(get_first.size() + get_other.size())));
+  for (int i = 0; i < 2000; ++i) {  // about 3 s at 3 000 packets/s
     const auto n = static_cast<uint32_t>(i);
-    for (const Conn* k : {&web, &tls, &piped})
+    for (const Conn* k : {&web, &tls, &piped, &first})
       pkts.push_back(k->s2c(0x18, 501 + 10 * n, 101).payload("0123456789").frame());
   }
   write_pcap(path("in.pcap"), pkts);
@@ -324,13 +330,15 @@ TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
   const Stats stat{c};
   ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw.err();
   EXPECT_EQ(stat("dropped"), 0u);
-  std::string first;
-  EXPECT_EQ(c.ask_multi("batch\nadd host dl.example\nadd host blk.example\nadd host piped.example\n.", &first),
-            (std::vector<std::string>{"added", "added", "added"}));
-  EXPECT_EQ(first, "OK 3");
+  std::string answer;
+  EXPECT_EQ(c.ask_multi("batch\nadd host dl.example\nadd host blk.example\nadd host piped.example\n"
+                        "add host first.example\n.",
+                        &answer),
+            (std::vector<std::string>{"added", "added", "added", "added"}));
+  EXPECT_EQ(answer, "OK 4");
   ASSERT_TRUE(c.wait_bursts_in_flight());
   const uint64_t passed = stat("passed");
-  std::this_thread::sleep_for(300ms);  // ~900 server packets more, of the three connections
+  std::this_thread::sleep_for(300ms);  // ~900 server packets more, of the four connections
   EXPECT_EQ(stat("passed"), passed) << "a connection ran on";
   EXPECT_GT(stat("dropped_by_kind.host"), 300u);
   EXPECT_EQ(gw.wait(60s), 0) << gw.err();
@@ -660,6 +668,37 @@ TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
   EXPECT_EQ(rst_to_server[0xc000022du], 0);   // 192.0.2.45: action=drop
   EXPECT_GT(rst_to_server[0xc000022eu], 0);   // 192.0.2.46, after its change
   EXPECT_LT(rst_to_server[0xc000022eu], rst_to_server[0xc000022cu]);
+}
+
+// A packet that brings a name of its own is judged by the names its flow
+// carried before as well (a review: it returned before looking them up, so a
+// keep-alive client whose every request names a new host was never cut).
+// Client traffic only: every packet after the first request is a request.
+TEST_F(Flows, ARequestWithANewNameIsStillJudgedByTheConnectionsFirstName) {
+  const std::string sock = path("ctl.sock");
+  Conn web;
+  web.port = 80;
+  std::vector<Bytes> pkts = web.handshake();
+  uint32_t off = 0;
+  auto request = [&](const std::string& host) {
+    const std::string get = "GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+    pkts.push_back(web.data(get, off));
+    off += static_cast<uint32_t>(get.size());
+  };
+  request("x.example");
+  for (int i = 0; i < 6000; ++i) request(i % 2 ? "y.example" : "z.example");  // ~3 s at 2 000/s
+  write_pcap(path("in.pcap"), pkts);
+  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
+              path("pass.pcap"), "--ctl", sock, "--pps", "2000", "--quiet"},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
+  CtlClient c(sock);
+  const Stats stat{c};
+  ASSERT_TRUE(stat.wait("passed", 100)) << gw.err();
+  EXPECT_EQ(c.ask("add host x.example"), "OK added");
+  ASSERT_TRUE(stat.wait("dropped_by_kind.host", 100)) << "the connection ran on";
+  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
 }
 
 // A pure-filter gateway (--no-verify) has no rule slots to keep an action
