@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -25,7 +26,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class Flows : public ReplayTest {};
+class Flows : public ReplayTest {
+ protected:
+  // `replay` of in.pcap with a control socket (ctl.sock) and these options,
+  // its rule file one rule that matches nothing here; returns once the
+  // socket is up.
+  void start_replay(const std::vector<std::string>& opts, std::unique_ptr<Process>* gw) {
+    std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
+    std::vector<std::string> argv{GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"),
+                                  "--out", path("pass.pcap"), "--ctl", path("ctl.sock"), "--quiet"};
+    argv.insert(argv.end(), opts.begin(), opts.end());
+    *gw = std::make_unique<Process>(argv, path("gw.out"), path("gw.err"));
+    ASSERT_TRUE(wait_for_socket(path("ctl.sock"), 20s)) << (*gw)->err();
+  }
+};
 
 uint16_t rd16(const Bytes& f, std::size_t o) { return static_cast<uint16_t>(f[o] << 8 | f[o + 1]); }
 uint32_t rd32(const Bytes& f, std::size_t o) {
@@ -209,18 +223,14 @@ TEST_F(Flows, AnsweredPacketsAndPureAcksUseTheCachedVerdict) {
 // A rule added mid-stream reaches a flow whose packets are all served from
 // the verdict cache; deleting it lets the flow pass again.
 TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
-  const std::string sock = path("ctl.sock");
   const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
   const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
   write_pcap(path("in.pcap"), repeated({a, b}, 100));  // x100: --loop reads the file each pass
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--loop", "2000", "--pps", "20000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--loop", "2000", "--pps", "20000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
-  ASSERT_TRUE(stat.wait("cache.hits", 200)) << gw.err();
+  ASSERT_TRUE(stat.wait("cache.hits", 200)) << gw->err();
   EXPECT_EQ(stat("dropped"), 0u);
   EXPECT_EQ(c.ask("add dst 10.9.9.9"), "OK added");
   ASSERT_TRUE(stat.wait("dropped_by_kind.dst", 100));
@@ -232,8 +242,8 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
   const uint64_t passed = stat("passed");
   ASSERT_TRUE(stat.wait("passed", passed + 400));
   EXPECT_EQ(stat("dropped"), dropped);  // nothing more dropped after the del
-  gw.signal(SIGINT);
-  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+  gw->signal(SIGINT);
+  EXPECT_EQ(gw->wait(30s), 130) << gw->err();
 }
 
 // A host rule added at run time reaches connections already open: a TLS
@@ -243,7 +253,6 @@ TEST_F(Flows, ARuleChangeReachesCachedFlowsWithinABurst) {
 // them pass again. (Before, only the addresses were judged again: the
 // connections ran on.)
 TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
-  const std::string sock = path("ctl.sock");
   const Conn tls;
   Conn web;
   web.port = 80;
@@ -260,14 +269,11 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
     pkts.push_back(web.c2s(0x10, 101 + req, 511 + 10 * n).frame());
   }
   write_pcap(path("in.pcap"), pkts);
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--pps", "3000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--pps", "3000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
-  ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw.err();
+  ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw->err();
   EXPECT_EQ(stat("dropped"), 0u);
   EXPECT_EQ(c.ask("add host open.example"), "OK added");
   ASSERT_TRUE(stat.wait("dropped_by_kind.host", 100)) << "the open TLS connection ran on";
@@ -284,7 +290,7 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
   const uint64_t dropped = stat("dropped");
   ASSERT_TRUE(stat.wait("passed", passed + 200));
   EXPECT_EQ(stat("dropped"), dropped);  // both pass again
-  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  EXPECT_EQ(gw->wait(60s), 0) << gw->err();
 }
 
 // A later name does not wash out the first (an outside check kept both
@@ -293,7 +299,6 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
 // ClientHello naming another server, a decoy pipelined with the download's
 // request in one segment. Each connection is cut once its first name is added.
 TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
-  const std::string sock = path("ctl.sock");
   Conn web, tls, piped, first;
   web.port = 80;
   piped.port = 8080;
@@ -321,14 +326,11 @@ TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
       pkts.push_back(k->s2c(0x18, 501 + 10 * n, 101).payload("0123456789").frame());
   }
   write_pcap(path("in.pcap"), pkts);
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--pps", "3000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--pps", "3000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
-  ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw.err();
+  ASSERT_TRUE(stat.wait("cache.hits", 100)) << gw->err();
   EXPECT_EQ(stat("dropped"), 0u);
   std::string answer;
   EXPECT_EQ(c.ask_multi("batch\nadd host dl.example\nadd host blk.example\nadd host piped.example\n"
@@ -341,7 +343,7 @@ TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
   std::this_thread::sleep_for(300ms);  // ~900 server packets more, of the four connections
   EXPECT_EQ(stat("passed"), passed) << "a connection ran on";
   EXPECT_GT(stat("dropped_by_kind.host"), 300u);
-  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  EXPECT_EQ(gw->wait(60s), 0) << gw->err();
 }
 
 // Only additions re-judge passing flows: an added rule (even one that
@@ -349,18 +351,14 @@ TEST_F(Flows, ALaterNameDoesNotHideTheFirstFromARuleAddedLater) {
 // classification; a deletion cannot turn a pass into a drop, so it costs
 // none.
 TEST_F(Flows, ADeleteLeavesPassingFlowsCached) {
-  const std::string sock = path("ctl.sock");
   const Bytes a = Packet().ipv4("10.8.1.1", "10.9.9.9").tcp(40000, 9000, 0x10).seq_ack(1, 1).frame();
   const Bytes b = Packet().ipv4("10.9.9.9", "10.8.1.1").tcp(9000, 40000, 0x10).seq_ack(1, 1).frame();
   write_pcap(path("in.pcap"), repeated({a, b}, 100));  // x100: --loop reads the file each pass
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--loop", "4000", "--pps", "20000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--loop", "4000", "--pps", "20000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
-  ASSERT_TRUE(stat.wait("cache.hits", 200)) << gw.err();
+  ASSERT_TRUE(stat.wait("cache.hits", 200)) << gw->err();
   const uint64_t m0 = stat("cache.misses");
   EXPECT_EQ(c.ask("add dst 192.0.2.77"), "OK added");
   ASSERT_TRUE(stat.wait("passed", stat("passed") + 400));
@@ -370,8 +368,8 @@ TEST_F(Flows, ADeleteLeavesPassingFlowsCached) {
   ASSERT_TRUE(stat.wait("passed", stat("passed") + 400));
   EXPECT_EQ(stat("cache.misses"), m1);  // the deletion re-judged nothing
   EXPECT_EQ(stat("dropped"), 0u);
-  gw.signal(SIGINT);
-  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+  gw->signal(SIGINT);
+  EXPECT_EQ(gw->wait(30s), 130) << gw->err();
 }
 
 // Reject: RSTs both ways for a TCP segment, REFUSED for a DNS query, ICMP
@@ -624,20 +622,16 @@ TEST_F(Flows, RejectAnswersRuleDropsOnlyAndReplayDiscardsRepliesByDefault) {
 // `list` shows it. Three flows, each blocked by its own rule, loop through
 // a replay with --action drop.
 TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
-  const std::string sock = path("ctl.sock");
   auto seg = [](const char* dst, uint16_t sport) {
     return Packet().ipv4("10.8.0.1", dst).tcp(sport, 80, 0x10).seq_ack(1000, 2000).frame();
   };
   const Bytes to_reject = seg("192.0.2.44", 40001), to_drop = seg("192.0.2.45", 40002),
               changed = seg("192.0.2.46", 40003);
   write_pcap(path("in.pcap"), repeated({to_reject, to_drop, changed}, 50));
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--reply", path("reply.pcap"), "--ctl", sock, "--loop", "400", "--pps", "20000",
-              "--reject-rate", "1000000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay(
+      {"--reply", path("reply.pcap"), "--loop", "400", "--pps", "20000", "--reject-rate", "1000000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
   EXPECT_EQ(c.ask("add dst 192.0.2.44 action=reject"), "OK added");
   EXPECT_EQ(c.ask("add dst 192.0.2.45 action=drop"), "OK added");
@@ -649,13 +643,13 @@ TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
   EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.44 action=reject"), listed.end());
   EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.45 action=drop"), listed.end());
   EXPECT_NE(std::find(listed.begin(), listed.end(), "dst 192.0.2.46"), listed.end());
-  ASSERT_TRUE(stat.wait("dropped_by_kind.dst", 149)) << gw.err();
+  ASSERT_TRUE(stat.wait("dropped_by_kind.dst", 149)) << gw->err();
   // The third flow is blocked (and cached so) already: its rule now rejects.
   EXPECT_EQ(c.ask("add dst 192.0.2.46 action=reject"), "OK action updated");
   ASSERT_TRUE(c.wait_bursts_in_flight());
   const uint64_t sent_before = stat("rejects.sent");
   (void)stat.wait("rejects.sent", sent_before + 99);
-  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  EXPECT_EQ(gw->wait(60s), 0) << gw->err();
   // Every reply answers a packet to .44 or .46, none one to .45 (and the
   // segments only to .46 after its change: fewer than to .44).
   std::map<uint32_t, int> rst_to_server;  // by the blocked destination
@@ -675,7 +669,6 @@ TEST_F(Flows, PerRuleActionsOverrideTheGatewaysAction) {
 // keep-alive client whose every request names a new host was never cut).
 // Client traffic only: every packet after the first request is a request.
 TEST_F(Flows, ARequestWithANewNameIsStillJudgedByTheConnectionsFirstName) {
-  const std::string sock = path("ctl.sock");
   Conn web;
   web.port = 80;
   std::vector<Bytes> pkts = web.handshake();
@@ -688,58 +681,48 @@ TEST_F(Flows, ARequestWithANewNameIsStillJudgedByTheConnectionsFirstName) {
   request("x.example");
   for (int i = 0; i < 6000; ++i) request(i % 2 ? "y.example" : "z.example");  // ~3 s at 2 000/s
   write_pcap(path("in.pcap"), pkts);
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--pps", "2000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--pps", "2000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   const Stats stat{c};
-  ASSERT_TRUE(stat.wait("passed", 100)) << gw.err();
+  ASSERT_TRUE(stat.wait("passed", 100)) << gw->err();
   EXPECT_EQ(c.ask("add host x.example"), "OK added");
   ASSERT_TRUE(stat.wait("dropped_by_kind.host", 100)) << "the connection ran on";
-  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  EXPECT_EQ(gw->wait(60s), 0) << gw->err();
 }
 
 // A pure-filter gateway (--no-verify) has no rule slots to keep an action
 // in: action= is refused, alone and in a batch, rather than listed and
 // ignored (an outside check: `list` showed action=reject, the rule dropped).
 TEST_F(Flows, APureFilterGatewayRefusesPerRuleActions) {
-  const std::string sock = path("ctl.sock");
   write_pcap(path("in.pcap"), {Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(40001, 80, 0x10).frame()});
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--ctl", sock, "--no-verify", "--loop", "100000", "--pps", "1000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--no-verify", "--loop", "100000", "--pps", "1000"}, &gw));
+  CtlClient c(path("ctl.sock"));
   EXPECT_EQ(c.ask("add host x.example action=reject").rfind("ERR 400 action= needs the exact set", 0), 0u);
   EXPECT_EQ(c.ask("batch\nadd host y.example\nadd host x.example action=drop\n.").rfind("ERR 400", 0), 0u);
   EXPECT_EQ(c.ask("check host y.example"), "OK absent");  // nothing of the batch applied
   EXPECT_EQ(c.ask("add host x.example"), "OK added");
   EXPECT_EQ(c.ask_multi("list host"), (std::vector<std::string>{"host x.example"}));
-  gw.signal(SIGINT);
-  EXPECT_EQ(gw.wait(30s), 130) << gw.err();
+  gw->signal(SIGINT);
+  EXPECT_EQ(gw->wait(30s), 130) << gw->err();
 }
 
 // And the other way: with --action reject, a rule added with action=drop is
 // not answered; `check` and `hits` are unchanged by actions.
 TEST_F(Flows, ADropRuleStaysSilentUnderActionReject) {
-  const std::string sock = path("ctl.sock");
   const Bytes quiet = Packet().ipv4("10.8.0.1", "192.0.2.45").tcp(40002, 80, 0x10).seq_ack(1000, 2000).frame();
   const Bytes loud = Packet().ipv4("10.8.0.1", "192.0.2.44").tcp(40001, 80, 0x10).seq_ack(1000, 2000).frame();
   write_pcap(path("in.pcap"), repeated({quiet, loud}, 50));
-  std::ofstream(path("r.rules")) << "src 198.51.100.200\n";
-  Process gw({GatewayEnv::gateway(), "replay", "--rules", path("r.rules"), "--in", path("in.pcap"), "--out",
-              path("pass.pcap"), "--reply", path("reply.pcap"), "--ctl", sock, "--loop", "200", "--pps", "20000",
-              "--action", "reject", "--reject-rate", "1000000", "--quiet"},
-             path("gw.out"), path("gw.err"));
-  ASSERT_TRUE(wait_for_socket(sock, 20s)) << gw.err();
-  CtlClient c(sock);
+  std::unique_ptr<Process> gw;
+  ASSERT_NO_FATAL_FAILURE(start_replay({"--reply", path("reply.pcap"), "--loop", "200", "--pps", "20000", "--action",
+                                        "reject", "--reject-rate", "1000000"},
+                                       &gw));
+  CtlClient c(path("ctl.sock"));
   EXPECT_EQ(c.ask("add dst 192.0.2.45 action=drop"), "OK added");
   EXPECT_EQ(c.ask("add dst 192.0.2.44"), "OK added");
   EXPECT_EQ(c.ask("check dst 192.0.2.45"), "OK present");
-  EXPECT_EQ(gw.wait(60s), 0) << gw.err();
+  EXPECT_EQ(gw->wait(60s), 0) << gw->err();
   int to_quiet = 0, to_loud = 0;
   for (const Bytes& r : read_pcap(path("reply.pcap"))) {
     to_quiet += rd32(r, 14 + 16) == 0xc000022du || rd32(r, 14 + 12) == 0xc000022du;
