@@ -541,6 +541,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
   const PendingScope pending(pending_);
   std::vector<std::string> orders(n);
   std::vector<bool> action_only(n);
+  std::vector<bool> action_after(n);  // an add whose action reaches the slot after the sync (below)
   std::vector<store::RuleStore::Change> sc;
   std::vector<std::size_t> sc_of;  // change index of each store change
   sc.reserve(n);
@@ -564,6 +565,9 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     // An add onto a present rule that changes only its action (what the
     // store answers `updated` for is told apart for the reply).
     action_only[i] = c.op == Change::Op::kAdd && t.present && !t.expiring && c.ttl_ms == 0 && c.action != t.action;
+    // An add onto a present rule changes its slot's action after the sync;
+    // a new rule's insert_lookup stores it with the slot.
+    action_after[i] = c.op == Change::Op::kAdd && t.present;
     if (c.op == Change::Op::kAdd) {
       t.expiring = c.ttl_ms > 0;
       t.action = c.action;
@@ -583,6 +587,7 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     } else if (!t.present) {
       if (t.remove_after_sync) {
         t.remove_after_sync = false;  // deleted earlier in this group: its lookup entry stays
+        action_after[i] = true;       // with the old rule's action in its slot
       } else if (!insert_lookup(c.rule, /*pend=*/true, c.action)) {  // also refuses past the capacity (no free slot)
         fail = Outcome::kFull;
       } else {
@@ -628,10 +633,11 @@ std::vector<Blocklist::Outcome> Blocklist::apply(const std::vector<Change>& chan
     }
   }
   // The actions, in order: a rule's last add in the group sets it last. (A
-  // rule inserted here has it already; one deleted and added again in the
-  // group kept its lookup entry, whose slot has the old rule's.)
+  // rule inserted here has it already; one added onto itself, or deleted and
+  // added again in the group, which kept its lookup entry, has the slot's
+  // old action until now.)
   for (std::size_t i = 0; i < n; ++i)
-    if (out[i] == Outcome::kAdded || out[i] == Outcome::kUpdated || out[i] == Outcome::kActionUpdated)
+    if (action_after[i] && (out[i] == Outcome::kAdded || out[i] == Outcome::kUpdated || out[i] == Outcome::kActionUpdated))
       set_action(changes[i].rule, changes[i].action);
   // A change the store refused (an oversized record) must not stay in the
   // lookup structures; rules deleted by the group leave them now, after the sync.
