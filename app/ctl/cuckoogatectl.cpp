@@ -351,34 +351,132 @@ std::string feed_format_hint(const std::vector<std::string>& first_lines) {
   return "";
 }
 
+// The input of `load` and `add --file`: FILE, or standard input for "-".
+// Only a regular file: a directory reads as empty, /dev/zero never ends and
+// a FIFO can block forever (O_NONBLOCK, so opening a FIFO cannot hang).
+// *total: the file's size (0 for standard input).
+std::istream* open_input(const std::string& file, std::ifstream& fin, std::size_t* total) {
+  // Its own buffer for std::cin (no stdio underneath): in_avail() then says
+  // when the next line needs a read(). Nothing has used the standard streams.
+  std::ios::sync_with_stdio(false);
+  *total = 0;
+  if (file == "-") return &std::cin;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) die("cannot open " + file + ": " + std::strerror(errno));
+  struct stat st;
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  if (!stat_ok) die("cannot stat " + file + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) die(file + ": is a directory, not a rule file");
+  if (!S_ISREG(st.st_mode)) die(file + ": not a regular file (use - to read standard input)");
+  if (st.st_size > kMaxLoadFile)
+    die(file + ": " + std::to_string(st.st_size) + " bytes, more than one request takes (" +
+        std::to_string(kMaxLoadFile >> 20) + " MiB); split it");
+  fin.open(file, std::ios::binary);
+  if (!fin) die("cannot open " + file);
+  *total = static_cast<std::size_t>(st.st_size);
+  return &fin;
+}
+
+// What the gateway reads of a rule file line: the text before a '#',
+// without trailing blanks ("" for a blank or comment line; leading blanks
+// stay, so the gateway's columns are the file's). A long comment or
+// trailing blanks would otherwise exceed the request line limit (8192
+// bytes) that no rule reaches.
+std::string_view rule_text(std::string_view line) {
+  line = line.substr(0, std::min(line.find('#'), line.size()));
+  return line.substr(0, line.find_last_not_of(" \t\r\v\f") + 1);  // all blank: npos + 1 == 0
+}
+
+// True if a rule line carries an add option (" ttl=", " set=", " action="),
+// as a `list` line does.
+bool has_add_option(std::string_view rule) {
+  for (const std::string_view o : {" ttl=", " set=", " action="})
+    if (rule.find(o) != std::string_view::npos) return true;
+  return false;
+}
+
+// add --file: the rules of FILE (or standard input), one `list` line each
+// (RULE [ttl=SECONDS] [set=NAME] [action=drop|reject]; blank lines and '#'
+// comments allowed), added as one batch, all or nothing: what `list` printed
+// is restored by `add --file`. `suffix` (--ttl, --set, --action) goes after
+// every line. Every line is sent, a blank or comment one as an empty line
+// (which a batch skips), so the gateway's line numbers are the file's.
+int cmd_add_file(Connection& c, const std::string& file, const std::string& suffix) {
+  const std::string shown_name = file == "-" ? "stdin" : file;
+  std::ifstream fin;
+  std::size_t total = 0;
+  std::istream* in = open_input(file, fin, &total);
+  std::string chunk = "batch\n", line;
+  std::size_t lines = 0, rules = 0, read = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> indented;  // (line, leading blanks): for error columns
+  while (std::getline(*in, line)) {
+    read += line.size() + 1;
+    if (read > static_cast<std::size_t>(kMaxLoadFile))
+      die(shown_name + ": more than one request takes (" + std::to_string(kMaxLoadFile >> 20) +
+          " MiB); split it (nothing added)");
+    if (++lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
+    const std::string_view rule = rule_text(line);
+    if (!rule.empty()) {
+      if (const std::size_t lead = rule.find_first_not_of(" \t\v\f"); lead != 0) indented.emplace_back(lines, lead);
+      chunk += "add ";
+      chunk += rule;
+      chunk += suffix;
+      ++rules;
+    }
+    chunk += '\n';
+    if (chunk.size() >= (1u << 16)) {
+      c.send(chunk);
+      chunk.clear();
+    }
+  }
+  // Exiting closes the connection before the final '.': the gateway
+  // discards the batch, nothing of it is applied.
+  if (in->bad()) die("cannot read " + shown_name + " (nothing added)");
+  if (rules == 0) {
+    std::printf("no rules in %s, nothing added\n", shown_name.c_str());
+    return 0;
+  }
+  c.send(chunk + ".\n");
+  const Connection::Response resp = c.read_response(true);
+  if (!resp.ok()) {
+    std::string msg = name_the_file(err_text(resp.first), shown_name);
+    // The gateway parses each line's rule on its own ("FILE:N: bad rule:
+    // line 1, column C: ..."): the column is counted from the rule's first
+    // letter, so FILE:N:C adds the line's leading blanks.
+    const std::string inner = ": bad rule: line 1, column ";
+    std::size_t line_no = 0, column = 0;
+    int used = 0;
+    const std::size_t at = msg.find(inner), head = msg.find(": " + shown_name + ":");
+    if (at != std::string::npos && head != std::string::npos && head < at &&
+        std::sscanf(msg.c_str() + head + 3 + shown_name.size(), "%zu", &line_no) == 1 &&
+        std::sscanf(msg.c_str() + at + inner.size(), "%zu: %n", &column, &used) == 1 && used > 0) {
+      for (const auto& [l, lead] : indented) column += l == line_no ? lead : 0;
+      msg = msg.substr(0, head + 2) + shown_name + ":" + std::to_string(line_no) + ":" + std::to_string(column) +
+            ": " + msg.substr(at + inner.size() + static_cast<std::size_t>(used));
+    }
+    std::fprintf(stderr, "cuckoogatectl: add: %s\n", msg.c_str());
+    return 2;
+  }
+  // One outcome a rule, in order: counted by word.
+  std::vector<std::pair<std::string, std::size_t>> counts;
+  for (const std::string& o : resp.body) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == o; });
+    if (it == counts.end()) counts.emplace_back(o, 1);
+    else ++it->second;
+  }
+  std::string summary;
+  for (const auto& [word, n] : counts) summary += (summary.empty() ? "" : ", ") + word + " " + std::to_string(n);
+  std::printf("%s: %zu rule%s: %s\n", shown_name.c_str(), rules, rules == 1 ? "" : "s", summary.c_str());
+  return 0;
+}
+
 int cmd_load(Connection& c, const LoadArgs& a) {
   const std::string& file = a.file;
   const std::string shown_name = file == "-" ? "stdin" : file;
   std::ifstream fin;
-  // Its own buffer for std::cin (no stdio underneath): in_avail() then says
-  // when the next line needs a read(). Nothing has used the standard streams.
-  std::ios::sync_with_stdio(false);
-  std::istream* in = &std::cin;
   std::size_t total = 0;
-  if (file != "-") {
-    // Only a regular file: a directory reads as empty, /dev/zero never ends
-    // and a FIFO can block forever. O_NONBLOCK so opening a FIFO cannot hang.
-    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) die("cannot open " + file + ": " + std::strerror(errno));
-    struct stat st;
-    const bool stat_ok = ::fstat(fd, &st) == 0;
-    ::close(fd);
-    if (!stat_ok) die("cannot stat " + file + ": " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) die(file + ": is a directory, not a rule file");
-    if (!S_ISREG(st.st_mode)) die(file + ": not a regular file (use - to read standard input)");
-    if (st.st_size > kMaxLoadFile)
-      die(file + ": " + std::to_string(st.st_size) + " bytes, more than one load takes (" +
-          std::to_string(kMaxLoadFile >> 20) + " MiB); split it");
-    fin.open(file, std::ios::binary);
-    if (!fin) die("cannot open " + file);
-    in = &fin;
-    total = static_cast<std::size_t>(st.st_size);
-  }
+  std::istream* in = open_input(file, fin, &total);
   // Rule files go to the gateway as they are (it parses them and names the
   // bad line); other feed formats, and --skip-bad, are parsed here, so that
   // errors name the feed's own lines and only good rules are sent.
@@ -392,6 +490,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   std::vector<std::string> first_lines;  // up to 8 lines that are not blank, for feed_format_hint()
   std::vector<cg::Rule> line_rules;
   std::size_t read = 0, lines = 0, rules = 0, bad = 0, written = 0;  // written: lines not blank
+  bool options = false;  // a line carries an add option (has_add_option)
   const bool piped = in == &std::cin;
   for (;;) {
     // Before waiting for a pipe that has nothing more yet, the rules ready
@@ -411,20 +510,17 @@ int cmd_load(Connection& c, const LoadArgs& a) {
     if (lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
     written += line.find_first_not_of(" \t\r\v\f") != std::string::npos;
     if (!convert) {
-      // Only what the gateway reads of a line is sent: what comes before a
-      // '#', without trailing blanks. A long comment or trailing blanks
-      // would otherwise exceed the request line limit (8192 bytes) that no
-      // rule reaches, and the file would load from the config but not here.
-      // Every line is still sent, so the gateway's line numbers are the file's.
-      line.erase(std::min(line.find('#'), line.size()));
-      line.erase(line.find_last_not_of(" \t\r\v\f") + 1);  // all blank: npos + 1 == 0
+      // Only what the gateway reads of a line is sent (rule_text), so the
+      // file loads from here as from the config. Every line is still sent,
+      // so the gateway's line numbers are the file's.
+      const std::string_view rule = rule_text(line);
       // The server ends a load at a line that is '.' after trimming blanks; no
       // rule starts with '.', so such a line is refused before anything is sent.
-      const std::size_t first = line.find_first_not_of(" \t\r");
-      if (first != std::string::npos && line[first] == '.')
+      if (!rule.empty() && rule[rule.find_first_not_of(" \t\v\f")] == '.')
         die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
-      if (first != std::string::npos && rules++ < 8) first_lines.push_back(line);
-      chunk += line;
+      if (!rule.empty() && rules++ < 8) first_lines.emplace_back(rule);
+      options = options || has_add_option(rule);
+      chunk += rule;
       chunk += '\n';
     } else {
       line_rules.clear();
@@ -469,8 +565,12 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   Connection::Response resp = c.read_response(false);
   if (!resp.ok()) {
     const std::string why = err_text(resp.first);
-    const std::string hint = !convert && why.find("expected rule kind") != std::string::npos
-                                 ? feed_format_hint(first_lines) : "";
+    // A `list` output given to load: its options are add's.
+    const std::string hint = convert ? ""
+                             : why.find("expected rule kind") != std::string::npos ? feed_format_hint(first_lines)
+                             : options ? " (ttl=, set= and action= are add options: a list is restored with "
+                                         "'cuckoogatectl add --file FILE')"
+                                       : "";
     std::fprintf(stderr, "cuckoogatectl: load: %s%s\n", (convert ? why : name_the_file(why, shown_name)).c_str(),
                  hint.c_str());
     return 2;
@@ -506,7 +606,11 @@ int main(int argc, char** argv) {
   std::string load_format = "rules", load_as;
   bool stats_json = false, info_json = false;
   auto* add = app.add_subcommand("add", "Add rules: add \"src 1.2.3.4\" \"host example.org\", or add src 1.2.3.4");
-  add->add_option("rule", add_args, "Rule(s)")->required();
+  std::string add_file;
+  add->add_option("rule", add_args, "Rule(s)");
+  add->add_option("--file", add_file,
+                  "Add the rules of FILE (- for stdin), one `list` line each (RULE [ttl=S] [set=NAME] "
+                  "[action=A]), as one batch: all or nothing; restores what list printed");
   std::string add_set, list_set, hits_set;
   const CLI::Option* add_set_opt = add->add_option("--set", add_set, "The named set new rules join (default: default)");
   std::string add_action;
@@ -593,6 +697,8 @@ int main(int argc, char** argv) {
   refuse_bad_set_name(list_set_opt, list_set);
   refuse_bad_set_name(hits_set_opt, hits_set);
   if (load_args.replace && load_args.set.empty()) die("--replace needs --set NAME: the set it replaces");
+  if (add->parsed() && add_file.empty() == add_args.empty())
+    die(add_file.empty() ? "add needs rules, or --file FILE" : "add takes rules or --file FILE, not both");
   if (load->parsed()) {
     load_args.feed.format = *cg::feeds::format_from_name(load_format);  // checked by IsMember
     if (!load_as.empty() && load_args.feed.format != cg::feeds::Format::kCidr)
@@ -601,10 +707,12 @@ int main(int argc, char** argv) {
   }
 
   Connection c(sock);
-  if (add->parsed())
-    return cmd_rules(c, "add", add_args,
-                     (ttl ? " ttl=" + std::to_string(ttl) : "") + (add_set.empty() ? "" : " set=" + add_set) +
-                         (add_action.empty() ? "" : " action=" + add_action));
+  if (add->parsed()) {
+    const std::string suffix = (ttl ? " ttl=" + std::to_string(ttl) : "") +
+                               (add_set.empty() ? "" : " set=" + add_set) +
+                               (add_action.empty() ? "" : " action=" + add_action);
+    return add_file.empty() ? cmd_rules(c, "add", add_args, suffix) : cmd_add_file(c, add_file, suffix);
+  }
   if (del->parsed()) return cmd_rules(c, "del", del_args);
   if (check->parsed()) {
     const auto resp = request(c, join("check", check_args), false);

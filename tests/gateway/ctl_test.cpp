@@ -498,6 +498,66 @@ TEST_F(Ctl, SeveralRulesInOneCommandAreAllOrNothing) {
   EXPECT_EQ(r.out, "host a.test: deleted\nhost b.test: deleted\n");
 }
 
+// `list` prints each rule as a valid `add` argument (ttl=, set=, action=
+// after it); `add --file` takes such lines back as one batch, so a saved
+// list restores the rules with their sets, actions and lifetimes. `load`
+// takes rule lines only, and says where a list goes instead.
+TEST_F(Ctl, AListIsRestoredByAddFile) {
+  ASSERT_EQ(ctl({"flush", "all"}).status, 0);  // only this test's rules
+  ASSERT_EQ(ctl({"add", "--ttl", "600", "dst 198.51.100.1", "host keep.restore.example"}).status, 0);
+  ASSERT_EQ(ctl({"add", "--set", "restoreset", "host set.restore.example"}).status, 0);
+  ASSERT_EQ(ctl({"add", "--action", "reject", "src 198.51.100.2"}).status, 0);
+  const std::string saved = GatewayEnv::dir() + "/saved.list";
+  Result r = ctl({"list"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ofstream(saved) << "# saved\n\n" << r.out;
+  // The listing keeps the lifetimes' remaining seconds: compare without them.
+  auto without_ttls = [](std::string s) {
+    for (std::size_t at; (at = s.find(" ttl=")) != std::string::npos;)
+      s.erase(at, s.find_first_of(" \n", at + 1) - at);
+    return s;
+  };
+  const std::string before = without_ttls(r.out);
+  EXPECT_NE(before.find("host set.restore.example set=restoreset\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dst 198.51.100.1 ttl="), std::string::npos) << r.out;
+
+  r = ctl({"load", saved});  // a list is not a rule file
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("add --file"), std::string::npos) << r.err;
+
+  ASSERT_EQ(ctl({"flush", "all"}).status, 0);
+  r = ctl({"add", "--file", saved});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, saved + ": 4 rules: added 4\n") << r.out;
+  r = ctl({"list"});
+  EXPECT_EQ(without_ttls(r.out), before);
+  EXPECT_NE(r.out.find("host keep.restore.example ttl="), std::string::npos) << r.out;
+  r = ctl({"add", "--file", "-"}, saved);  // again, from stdin: every rule present
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "stdin: 4 rules: exists 2, ttl updated 2\n") << r.out;  // counted in list order
+
+  // One bad line: nothing is added, and the error names the file's line and
+  // column (an indented rule's column counts its blanks).
+  const std::string bad = GatewayEnv::dir() + "/bad.list";
+  std::ofstream(bad) << "host new.restore.example action=reject\n# c\n   host bad..restore\n";
+  r = ctl({"add", "--file", bad});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.list:3:13: expected host name"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "host new.restore.example"}).status, 1);
+  std::ofstream(bad) << "src 198.51.100.3\nsrc 198.51.100.4 ttl=5\n";
+  r = ctl({"add", "--ttl", "9", "--file", bad});  // the options go after every line
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.list:2: ttl= given twice"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "src 198.51.100.3"}).status, 1);
+
+  EXPECT_EQ(ctl({"add"}).status, 2);  // rules or --file, not neither or both
+  r = ctl({"add", "--file", saved, "host x.example"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"add", "--file", GatewayEnv::dir()}).status, 2);  // a directory
+  ASSERT_EQ(ctl({"flush", "all"}).status, 0);
+}
+
 }  // namespace
 }  // namespace cg::test
 
