@@ -12,6 +12,7 @@
 #include <array>
 
 #include "cuckoogate/flow/flow_table.hpp"
+#include "cuckoogate/keys/arrival.hpp"
 #include "cuckoogate/keys/checksum.hpp"
 #include "cuckoogate/keys/classify.hpp"
 #include "cuckoogate/mem/huge_pages.hpp"
@@ -114,7 +115,7 @@ constexpr uint8_t kNamed = 0x10;
 // starts in its cold state (read only while the flow is inspected).
 reasm::StreamRef stream_of(const flow::FlowTable& t, flow::FlowEntry& e) {
   flow::FlowCold& c = t.cold(e);
-  return {c.stream[0], c.stream[1], e.inspect};
+  return {c.stream[0], c.stream[1], e.inspect, c.arrival};
 }
 
 uint8_t pass_bit(flow::Dir d) { return d == flow::Dir::kForward ? kPassFwd : kPassRev; }
@@ -569,8 +570,11 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   const PacketMeta& m = s.meta[i];
   const flow::FlowResult& r = s.fr[s.flow[i]];
   const reasm::StreamRef ref = stream_of(*flows_, *r.entry);
-  const reasm::Segment seg{m.tcp_seq, frame + m.payload_off, m.payload_len, r.dir == flow::Dir::kForward,
-                           m.sport, m.dport};
+  // How it arrived: the inspector reads a client's segments only while each
+  // arrives as the first one did (docs/reassembly.md, "Copies that arrive otherwise").
+  const reasm::Segment seg{m.tcp_seq,  frame + m.payload_off, m.payload_len,
+                           r.dir == flow::Dir::kForward, m.sport, m.dport,
+                           {.ttl = ip_ttl(frame, m), .options = tcp_option_marks(frame, m)}};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   uint64_t run_flows = 0;
   CLI::Option* run_flows_opt =
       run->add_option("--flows", run_flows, "Flow-table entries per worker, 0 to judge every packet alone "
-                                            "(default: gateway.flows_per_worker, else 131072; 112 bytes each)")
+                                            "(default: gateway.flows_per_worker, else 131072; 120 bytes each)")
           ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 31));
   std::string run_action;
   run->add_option("--action", run_action, "What a rule does to a blocked flow: drop (default) or reject "
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   rep->add_option("--memory", po.memory_mb, "EAL memory in MB (-m)")->check(CLI::Range(64u, 65536u));
   rep->add_flag("--quiet", po.quiet, "No summary on stdout");
   rep->add_option("--flows", po.flows, "Flow-table entries per worker, 0 to judge every packet alone "
-                                       "(default 131072; 112 bytes each)")
+                                       "(default 131072; 120 bytes each)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 31));
   std::string rep_action = "drop";
   rep->add_option("--action", rep_action, "drop (default) or reject blocked flows (docs/reject.md)")

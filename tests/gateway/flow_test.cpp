@@ -985,6 +985,60 @@ TEST_F(Flows, ASegmentWithABadChecksumIsNotReadAsTheClientsBytes) {
   EXPECT_EQ(st["reassembly"]["bad_checksum"], 0);
 }
 
+// The same insertion with a first copy whose checksum is fine but which
+// its server never takes: a TTL that runs out on the hops behind the
+// gateway, or a TCP-MD5 signature the server has no key for (Linux drops it).
+// Once judged, the real ClientHello at the same sequence number looked like
+// a retransmission of bytes already judged and passed unread (the fakes of
+// DPI-evasion tools: "ttl", "md5sig"). Every client segment the inspector
+// reads must now arrive as the first one did (the same TTL, the same
+// signature and timestamp options): the real one does not, and the flow's
+// client data is dropped as a conflict (docs/reassembly.md, "Copies that
+// arrive otherwise").
+TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) {
+  const Conn k;
+  const Bytes fake = tls_client_hello("fine.example"), real = tls_client_hello("blocked.example");
+  Bytes md5 = {19, 18};
+  md5.resize(18, 0x5a);
+  const Bytes ts = {1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 7};
+  const Bytes good = k.c2s(0x18, 101, 501).payload(real).frame();
+  const std::string app_record("\x17\x03\x03\x00\x01x", 6);  // an application data record
+  const Bytes after = k.c2s(0x18, 101 + static_cast<uint32_t>(real.size()), 501).payload(app_record).frame();
+  const Bytes answer = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(real.size())).payload("server").frame();
+  const std::string rules = "host blocked.example\n";
+  const std::vector<std::pair<const char*, Bytes>> fakes = {
+      {"ttl 2", k.c2s(0x18, 101, 501).ttl(2).payload(fake).frame()},
+      {"ttl 65", k.c2s(0x18, 101, 501).ttl(65).payload(fake).frame()},
+      {"md5sig", k.c2s(0x18, 101, 501).tcp_options(md5).payload(fake).frame()},
+      {"timestamps", k.c2s(0x18, 101, 501).tcp_options(ts).payload(fake).frame()},
+  };
+  for (const auto& [what, bad] : fakes) {
+    SCOPED_TRACE(what);
+    const auto st = replay(cat(k.handshake(), {bad, good, after, answer}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(k.handshake(), {bad}));  // judged: fine
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good, after, answer}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+  }
+  {  // the real one first is judged and blocks as always
+    const auto st = replay(cat(k.handshake(), {good, fakes[0].second}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good, fakes[0].second}));
+    EXPECT_EQ(st["dropped_by_kind"]["host"], 2);
+  }
+  // A client whose segments all arrive alike passes, whatever its TTL (not
+  // the handshake's: segments without payload are not compared) and
+  // options; once inspection is over (after the ClientHello and the first
+  // record behind it), its path may change.
+  auto hello = [&](uint8_t ttl) { return k.c2s(0x18, 101, 501).ttl(ttl).tcp_options(ts).payload(fake).frame(); };
+  const auto next_at = 101 + static_cast<uint32_t>(fake.size());
+  auto record = [&](uint32_t at, uint8_t ttl) {
+    return k.c2s(0x18, at, 501).ttl(ttl).tcp_options(ts).payload(app_record).frame();
+  };
+  const std::vector<Bytes> alike = {hello(50), hello(50), record(next_at, 50), record(next_at + 6, 49)};
+  const auto st = replay(cat(k.handshake(), alike), rules, {"--pps", "50"});
+  EXPECT_EQ(read_pcap(path("pass.pcap")), cat(k.handshake(), alike));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+}
+
 // A RST, FIN or SYN with a bad checksum moves no flow state: its receiver
 // drops it. A forged close and SYN used to free a passing keep-alive
 // connection's entry; its next segment then started a flow picked up

@@ -26,7 +26,8 @@ constexpr uint32_t kIsn = 0xfffffff0u;  // the client's stream crosses 2^32
 struct Flow {
   uint32_t handle = 0, next = 0;
   uint8_t bits = 0;
-  StreamRef ref() { return {handle, next, bits}; }
+  uint8_t arrival[2] = {0, 0};
+  StreamRef ref() { return {handle, next, bits, arrival}; }
 };
 
 struct Harness {
@@ -45,10 +46,15 @@ struct Harness {
   }
   // A segment of the stream `s` at offset `off` from the client's first byte.
   Step client(Flow& f, const std::string& s, std::size_t off, std::size_t len, bool forward = true,
-              uint16_t sport = 40000, uint16_t dport = 80) {
+              uint16_t sport = 40000, uint16_t dport = 80, Arrival how = {}) {
     Segment seg{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
-                static_cast<uint32_t>(len), forward, sport, dport};
+                static_cast<uint32_t>(len), forward, sport, dport, how};
     return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
+  }
+  // The same, arriving with `ttl` and option marks `options`.
+  Step arriving(Flow& f, const std::string& s, uint8_t ttl, uint8_t options = 0, bool forward = true) {
+    return client(f, s, 0, s.size(), forward, forward ? 40000 : 80, forward ? 80 : 40000,
+                  {.ttl = ttl, .options = options});
   }
 };
 
@@ -627,6 +633,62 @@ TEST(Stream, ADifferentCopyOfAnUnfinishedMessageIsAConflict) {
   EXPECT_EQ(h.client(f, junk, 0, 1), Step::kSkip);  // held: a possible request start
   EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kConflict);
   EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDropped);  // and every retransmission
+}
+
+// The insertion with a copy its server never takes though the gateway
+// could read it (docs/reassembly.md, "Copies that arrive otherwise"): a
+// first ClientHello or request with a TTL that runs out behind the gateway,
+// or a signature option the server drops it for, is judged; the real one,
+// at the same sequence number, is a retransmission of bytes already judged
+// and was skipped. Now every client segment must arrive as the first one
+// read did: the real one is a conflict, and the flow's data is dropped.
+TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
+  constexpr uint8_t kMd5 = 0x01;  // (cg::kTcpMarkMd5: marks are the caller's)
+  Harness h;
+  for (const auto& [fake_ttl, fake_options] : {std::pair<uint8_t, uint8_t>{3, 0}, {64, kMd5}, {65, 0}}) {
+    SCOPED_TRACE(int{fake_ttl} * 256 + fake_options);
+    Flow f = opened();
+    const std::size_t given = h.got.size();
+    EXPECT_EQ(h.arriving(f, kGet, fake_ttl, fake_options), Step::kMessages);  // judged: fine
+    EXPECT_EQ(h.arriving(f, kBlocked, 64), Step::kConflict);                  // the real one
+    EXPECT_EQ(h.got.size(), given + 1);
+    EXPECT_EQ(h.arriving(f, kBlocked, 64), Step::kDropped);  // and every later segment
+  }
+  EXPECT_EQ(h.insp.counters().conflicts, 3u);
+  {  // a retransmission arriving as the first did is one, whatever its bytes
+     // (another copy of bytes already judged: docs/rules.md lists it)
+    Flow f = opened();
+    EXPECT_EQ(h.arriving(f, kGet, 64, kMd5), Step::kMessages);
+    EXPECT_EQ(h.arriving(f, kGet, 64, kMd5), Step::kSkip);
+    // the server's bytes are never read, so never compared
+    EXPECT_EQ(h.arriving(f, "HTTP/1.1 200 OK\r\n\r\n", 9, 0, /*forward=*/false), Step::kSkip);
+    EXPECT_EQ(h.client(f, kGet, 0, kGet.size(), true, 40000, 80, {.ttl = 64, .options = kMd5}), Step::kSkip);
+  }
+  {  // the first segment held (a message's first part) sets the mark too
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, kBlocked, 0, 10, true, 40000, 80, {.ttl = 2}), Step::kSkip);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kConflict);
+  }
+  {  // a SYN-ACK that opens a flow picked up mid-stream may swap the sides:
+     // the mark is taken afresh from the client's next segment
+    using Answer = StreamInspector::Answer;
+    Flow f;
+    stream_open(f.ref(), kAck, 5, 6, /*sender_is_initiator=*/true);
+    EXPECT_EQ(h.arriving(f, "junk that starts nothing", 7), Step::kSkip);
+    EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false, 80, 40000), Answer::kOpened);
+    EXPECT_EQ(h.arriving(f, kBlocked, 64), Step::kMessages);
+    EXPECT_EQ(h.got.back(), kBlocked);
+  }
+  {  // without StreamRef::arrival every segment is read as it comes
+    Flow f = opened();
+    StreamRef r{f.handle, f.next, f.bits};
+    const Segment a{kIsn + 1, reinterpret_cast<const uint8_t*>(kGet.data()), static_cast<uint32_t>(kGet.size()),
+                    true, 40000, 80, {.ttl = 3}};
+    const Segment b{kIsn + 1 + static_cast<uint32_t>(kGet.size()), reinterpret_cast<const uint8_t*>(kBlocked.data()),
+                    static_cast<uint32_t>(kBlocked.size()), true, 40000, 80, {.ttl = 64}};
+    EXPECT_EQ(h.insp.segment(r, a, 0, &Harness::sink, &h), Step::kMessages);
+    EXPECT_EQ(h.insp.segment(r, b, 0, &Harness::sink, &h), Step::kMessages);
+  }
 }
 
 // More messages in one segment than kMaxMessages drop the flow's client

@@ -19,6 +19,10 @@ constexpr uint8_t kTriesShift = 6;     // 2 bits: segments that started no messa
 constexpr uint8_t kMaxTries = 3;
 constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
+// StreamRef::arrival[1]: kArrivalKnown, and the first client segment's
+// option marks shifted past it (Arrival::options: 7 bits of the caller's).
+constexpr uint8_t kArrivalKnown = 0x01;  // arrival[0] is the first client segment's TTL
+
 uint8_t phase(const StreamRef& s) { return s.bits & kPhaseMask; }
 void set_phase(StreamRef s, uint8_t p) { s.bits = static_cast<uint8_t>((s.bits & ~kPhaseMask) | p); }
 
@@ -51,12 +55,26 @@ bool looks_like_client(const uint8_t* p, std::size_t n) {
   return detect_http_head(p, n).status != Frame::kInvalid;
 }
 
+// True if the client's segment arrived as the first one read did (the
+// first sets the mark).
+bool same_arrival(const StreamRef& s, const Arrival& a) {
+  if (s.arrival == nullptr) return true;
+  const auto marks = static_cast<uint8_t>(kArrivalKnown | a.options << 1);
+  if ((s.arrival[1] & kArrivalKnown) == 0) {
+    s.arrival[0] = a.ttl;
+    s.arrival[1] = marks;
+    return true;
+  }
+  return s.arrival[0] == a.ttl && s.arrival[1] == marks;
+}
+
 }  // namespace
 
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept {
   s.handle = 0;
   s.next = 0;
   s.bits = 0;
+  if (s.arrival != nullptr) s.arrival[1] = 0;  // the client may be the other side now
   constexpr uint8_t kSyn = 0x02, kAck = 0x10;
   if ((tcp_flags & (kSyn | kAck)) == kSyn) {  // the client's SYN: its data starts after it
     s.next = seq + 1;
@@ -373,6 +391,14 @@ Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sin
   if ((s.bits & kClientKnown) == 0 && !decide_client(s, seg)) return phase(s) == kPhaseDone ? Step::kDone : Step::kSkip;
   const bool client_forward = (s.bits & kClientRev) == 0;
   if (seg.forward != client_forward) return Step::kSkip;  // the server's bytes are never parsed
+  if (!same_arrival(s, seg.how)) {
+    // Before anything else, a retransmission too: a copy its server may
+    // never take, or the real one behind such a copy (segment()'s comment).
+    ++c_.conflicts;
+    close(s);
+    set_phase(s, kPhaseDropped);
+    return Step::kConflict;
+  }
   unsigned given = 0;
   if (s.handle == 0) {
     if ((s.bits & kNextKnown) == 0) s.next = seg.seq;  // picked up mid-stream: try this segment as a start

@@ -129,14 +129,17 @@ static_assert(alignof(FlowEntry) == 64);
 
 // The caller's per-flow state that only some packets read (the gateway: the
 // reassembly slot and sequence number of a flow whose first flight is
-// inspected, and the first and the latest name its inspection read), zeroed
-// with its entry. A bucket's eight take five lines beside its entries, so a
-// passing flow's packets never load them.
+// inspected, how its first client segment read arrived, and the first and
+// the latest name its inspection read), zeroed with its entry. A bucket's
+// eight take six lines beside its entries, so a passing flow's packets never
+// load them.
 struct FlowCold {
   uint32_t stream[2];
   uint64_t name[2][2];
+  uint8_t arrival[2];
+  uint8_t spare[6];
 };
-static_assert(sizeof(FlowCold) == 40);
+static_assert(sizeof(FlowCold) == 48);
 
 // Idle timeouts in seconds (1 s .. 12 days). Defaults, and nftables'
 // conntrack defaults for comparison, in docs/dataplane.md.

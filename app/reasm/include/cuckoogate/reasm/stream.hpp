@@ -30,6 +30,23 @@ struct StreamRef {
   uint32_t& handle;  // the Pool slot holding an unfinished message, 0: none
   uint32_t& next;    // sequence number where the client's next message starts (if known)
   uint8_t& bits;
+  // Two more bytes of the caller's (zero when the entry is created): how the
+  // first client segment read arrived (Arrival; see StreamInspector::segment).
+  // nullptr: not kept, every segment is read as it comes.
+  uint8_t* arrival = nullptr;
+};
+
+// How a segment reached the gateway, beyond its bytes: its IP TTL (IPv6
+// hop limit) and the TCP options that decide whether a receiver takes it
+// (a signature: MD5, RFC 2385, TCP-AO, RFC 5925; timestamps). A server may
+// drop a copy that arrives otherwise than the connection's other segments —
+// one whose TTL runs out on the hops behind the gateway, one signed for a
+// server that has no key — so the gateway cannot know that what it read of
+// such a copy is what the server reads (docs/reassembly.md, "Copies that
+// arrive otherwise").
+struct Arrival {
+  uint8_t ttl = 0;
+  uint8_t options = 0;  // the caller's marks of the options that matter (cg::tcp_option_marks)
 };
 
 // What the caller knows when it creates a flow entry from a TCP packet.
@@ -55,6 +72,7 @@ struct Segment {
   uint32_t len = 0;
   bool forward = true;       // sent by the flow's initiator
   uint16_t sport = 0, dport = 0;
+  Arrival how{};
 };
 
 enum class Step : uint8_t {
@@ -68,7 +86,9 @@ enum class Step : uint8_t {
   kConflict,  // the segment rewrote held bytes with other ones: what the
               // receiver reads is unknowable, so drop it; every later segment
               // of the flow is kDropped (legitimate stacks resend the same bytes).
-              // Also: more than kMaxMessages messages in one step.
+              // Also: more than kMaxMessages messages in one step, and a
+              // client segment that arrived otherwise than the first one
+              // read (StreamRef::arrival).
   kDone,      // inspection of this flow is over (all its segments: kDone)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
 };
@@ -111,6 +131,14 @@ class StreamInspector {
   StreamInspector(Pool* pool, uint8_t* scratch, std::size_t scratch_cap) noexcept
       : pool_(pool), scratch_(scratch), cap_(scratch_cap) {}
 
+  // One segment with payload. With StreamRef::arrival, the client's
+  // segments must all arrive as the first one read did (Arrival: the same
+  // TTL and option marks): one that does not is kConflict.
+  // A fake first copy that expires or is dropped behind the gateway then
+  // cannot pass the real one off as a retransmission of bytes already
+  // judged, nor the other way round. The price: a client whose path changes
+  // while its stream is inspected (the life of an HTTP keep-alive
+  // connection) has its data dropped from then on.
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and

@@ -1,0 +1,38 @@
+// How a parsed packet reached the gateway, beyond its bytes: the IP TTL it
+// arrived with and the TCP options that decide whether a receiver takes a
+// segment at all. A TCP stream's copies that differ in these may not all
+// reach, or be taken by, the server (docs/reassembly.md, "Copies that arrive
+// otherwise"); the stream inspector compares each client segment with the
+// first one it read (reasm::Arrival). DPDK-free, like the rest of
+// classification.
+#pragma once
+
+#include <cstdint>
+
+#include "cuckoogate/keys/classify.hpp"
+
+namespace cg {
+
+// The innermost IP header's TTL (IPv4) or hop limit (IPv6) of a packet
+// parse_packet() described; 0 if it is not IP.
+inline uint8_t ip_ttl(const uint8_t* frame, const PacketMeta& m) noexcept {
+  // The source address is 12 bytes into an IPv4 header (the TTL 8), 8 into
+  // an IPv6 one (the hop limit 7).
+  return m.family == 4 ? frame[m.addr_off - 4] : m.family == 6 ? frame[m.addr_off - 1] : 0;
+}
+
+// tcp_option_marks() bits.
+inline constexpr uint8_t kTcpMarkMd5 = 0x01;         // kind 19 of 18 bytes: TCP MD5 signature (RFC 2385)
+inline constexpr uint8_t kTcpMarkAo = 0x02;          // kind 29 of at least 4 bytes: TCP-AO (RFC 5925)
+inline constexpr uint8_t kTcpMarkTimestamps = 0x04;  // kind 8 of 10 bytes (RFC 7323)
+inline constexpr uint8_t kTcpMarkOdd = 0x08;         // one of those kinds at another length
+inline constexpr uint8_t kTcpMarkCut = 0x10;         // the list ends at a bad length (as Linux stops reading)
+
+// The options of a TCP segment that make a receiver drop or treat it apart:
+// a signature (a server without the key drops the segment, Linux counting
+// TCPMD5Unexpected), timestamps (PAWS), each at its own length or another;
+// read as Linux reads options (End stops, NOP is skipped, a length below 2
+// or past the header stops). 0 for a segment without options, or not TCP.
+uint8_t tcp_option_marks(const uint8_t* frame, const PacketMeta& m) noexcept;
+
+}  // namespace cg

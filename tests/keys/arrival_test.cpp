@@ -1,0 +1,71 @@
+// ip_ttl() and tcp_option_marks(): what the stream inspector compares
+// between a TCP client's segments (docs/reassembly.md, "Copies that arrive
+// otherwise").
+#include <gtest/gtest.h>
+
+#include "cuckoogate/keys/arrival.hpp"
+#include "packet_builder.hpp"
+
+namespace cg {
+namespace {
+
+using test::Bytes;
+using test::Packet;
+
+PacketMeta meta(const Bytes& f) {
+  PacketMeta m;
+  parse_packet(f.data(), f.size(), m);
+  return m;
+}
+
+uint8_t marks(const Bytes& opts) {
+  const Bytes f = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443).tcp_options(opts).payload("hello").frame();
+  return tcp_option_marks(f.data(), meta(f));
+}
+
+TEST(Arrival, TheTtlOrHopLimitOfTheInnermostHeader) {
+  for (const uint8_t ttl : {uint8_t{1}, uint8_t{64}, uint8_t{255}}) {
+    const Bytes v4 = Packet().ipv4("10.0.0.1", "10.0.0.2").ttl(ttl).tcp(40000, 443).payload("x").frame();
+    EXPECT_EQ(ip_ttl(v4.data(), meta(v4)), ttl);
+    const Bytes v6 = Packet().ipv6("2001:db8::1", "2001:db8::2").ttl(ttl).udp(40000, 443).payload("x").frame();
+    EXPECT_EQ(ip_ttl(v6.data(), meta(v6)), ttl);
+    // IPv4 options and a VLAN tag move the header, not the answer.
+    const Bytes opt = Packet().vlan(7).ipv4("10.0.0.1", "10.0.0.2").ipv4_options({1, 1, 1, 0}).ttl(ttl).tcp(1, 2).frame();
+    EXPECT_EQ(ip_ttl(opt.data(), meta(opt)), ttl);
+  }
+  const Bytes arp = Packet().eth_type(0x0806).payload(Bytes(28, 0)).frame();
+  EXPECT_EQ(ip_ttl(arp.data(), meta(arp)), 0);
+}
+
+TEST(Arrival, SignatureAndTimestampOptionsAreMarkedAsLinuxReadsThem) {
+  Bytes md5 = {19, 18};
+  md5.resize(18, 0xab);
+  Bytes ts = {8, 10, 0, 0, 0, 1, 0, 0, 0, 0};
+  EXPECT_EQ(marks({}), 0);
+  EXPECT_EQ(marks({2, 4, 0x05, 0xb4}), 0);  // MSS only
+  EXPECT_EQ(marks(md5), kTcpMarkMd5);
+  Bytes nop_md5 = {1, 1};
+  nop_md5.insert(nop_md5.end(), md5.begin(), md5.end());
+  EXPECT_EQ(marks(nop_md5), kTcpMarkMd5);
+  EXPECT_EQ(marks({19, 10, 0, 0, 0, 0, 0, 0, 0, 0}), kTcpMarkOdd);  // an MD5 kind Linux does not take for one
+  EXPECT_EQ(marks({29, 4, 1, 2}), kTcpMarkAo);
+  EXPECT_EQ(marks({29, 3, 1, 0}), kTcpMarkOdd);
+  EXPECT_EQ(marks(ts), kTcpMarkTimestamps);
+  EXPECT_EQ(marks({8, 6, 0, 0, 0, 1}), kTcpMarkOdd);
+  Bytes both = ts;
+  both.insert(both.end(), md5.begin(), md5.end());
+  EXPECT_EQ(marks(both), kTcpMarkTimestamps | kTcpMarkMd5);
+  // End of list: what follows is not read.
+  Bytes ended = {0, 0};
+  ended.insert(ended.end(), md5.begin(), md5.end());
+  EXPECT_EQ(marks(ended), 0);
+  // A length below 2 or past the header ends the list too, marked.
+  EXPECT_EQ(marks({3, 1, 19, 18}), kTcpMarkCut);
+  EXPECT_EQ(marks({3, 3, 1, 19, 18, 0, 0, 0}), kTcpMarkCut);
+  // Not TCP: nothing.
+  const Bytes udp = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).payload("x").frame();
+  EXPECT_EQ(tcp_option_marks(udp.data(), meta(udp)), 0);
+}
+
+}  // namespace
+}  // namespace cg
