@@ -438,7 +438,7 @@ uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, ui
 // The general way for packets first..n-1 (parse_burst() has run; the
 // first nf - first tracked ones among them have flows first..nf-1): looks
 // their flows up, creating them, in one pass over the flow table.
-void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) {
+void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint16_t nf, uint64_t now) {
   WorkerScratch& s = *s_;
   if (nf == first) return;
   flows_->track_burst(s.fp + first, s.fh + first, nf - first, now, s.fr + first);
@@ -458,15 +458,34 @@ void Worker::track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now) 
       // forgery, opened as a flow picked up mid-stream.)
       const bool trusted = (m.tcp_flags & kSynAck) != kSynAck || reasm::syn_ack_tells_client(m.sport, m.dport);
       reasm::stream_open(stream_of(*flows_, e), trusted ? m.tcp_flags : flow::kTcpAck, m.tcp_seq, m.tcp_ack, fwd);
-      if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) e.flags |= kHandshake;
+      if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) {
+        e.flags |= kHandshake;
+        timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
+      }
     } else if ((m.tcp_flags & kSynAck) == kSynAck) {
       using Answer = reasm::StreamInspector::Answer;
       const Answer a = stream_->syn_ack(stream_of(*flows_, e), m.tcp_seq, m.tcp_ack, fwd, (e.flags & kHandshake) != 0,
                                         m.sport, m.dport);
-      if (a == Answer::kOpened) e.flags |= kHandshake;
+      if (a == Answer::kOpened) {
+        e.flags |= kHandshake;
+        timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
+      }
       if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
     }
   }
+}
+
+// The client's timestamp when the SYN or SYN-ACK `m` that opened its
+// flow's stream was sent: the SYN's own TSval, or the TSecr with which the
+// SYN-ACK echoes it. The stream inspector takes no client segment older
+// (PAWS; docs/reassembly.md, "Copies that arrive otherwise").
+void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::FlowEntry& e) {
+  const TcpOptionMarks o = tcp_option_marks(frame, m);
+  const uint32_t client_tsval = (m.tcp_flags & flow::kTcpAck) != 0 ? o.tsecr : o.tsval;
+  // (0: a SYN-ACK echoing nothing, as RFC 7323 §3.2 has a TSecr without a
+  // TSval to echo; taken as a floor, it would make half the clock "older".)
+  if ((o.marks & kTcpMarkTimestamps) == 0 || client_tsval == 0) return;
+  reasm::stream_timestamp_floor(stream_of(*flows_, e), client_tsval);
 }
 
 // True if packet i is decided by its flow's state: s.hit[i] is then its
@@ -572,9 +591,17 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   const reasm::StreamRef ref = stream_of(*flows_, *r.entry);
   // How it arrived: the inspector reads a client's segments only while each
   // arrives as the first one did (docs/reassembly.md, "Copies that arrive otherwise").
-  const reasm::Segment seg{m.tcp_seq,  frame + m.payload_off, m.payload_len,
-                           r.dir == flow::Dir::kForward, m.sport, m.dport,
-                           {.ttl = ip_ttl(frame, m), .options = tcp_option_marks(frame, m)}};
+  const TcpOptionMarks o = tcp_option_marks(frame, m);
+  const reasm::Segment seg{m.tcp_seq,
+                           frame + m.payload_off,
+                           m.payload_len,
+                           r.dir == flow::Dir::kForward,
+                           m.sport,
+                           m.dport,
+                           {.ttl = ip_ttl(frame, m),
+                            .options = o.marks,
+                            .timestamp = (o.marks & kTcpMarkTimestamps) != 0,
+                            .tsval = o.tsval}};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
@@ -1015,7 +1042,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     s.control_bad[i] = false;
     if (check_controls && s.flow[i] >= 0) ignore_bad_control(i, pkts[i]);
   }
-  if (flows_ != nullptr) track_flows(first, n, nf, now);
+  if (flows_ != nullptr) track_flows(pkts, first, n, nf, now);
 
   // 1. Packets their flow decides; the others are classified.
   std::size_t nk = 0;

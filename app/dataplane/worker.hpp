@@ -158,7 +158,8 @@ class Worker {
   uint16_t parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint64_t now, uint16_t* tracked);
   uint16_t pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                        rte_mbuf** pass);
-  void track_flows(uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
+  void track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
+  void timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::FlowEntry& e);
   bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen);
   uint8_t first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) const;
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);

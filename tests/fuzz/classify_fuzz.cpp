@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "cuckoogate/keys/arrival.hpp"
 #include "cuckoogate/keys/classify.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (m.l4 && (m.l4_off < m.addr_off + 2 * m.addr_len() || std::size_t{m.l4_off} + m.l4_len > size)) std::abort();
   if (m.payload_len != 0 && (m.payload_off < m.l4_off || std::size_t{m.payload_off} + m.payload_len > size))
     std::abort();
+  // What the stream inspector compares between a client's segments reads
+  // only the headers parse_packet found (ASan checks; options end at the data offset).
+  if (m.family != 0) (void)cg::ip_ttl(data, m);
+  if (cg::tcp_option_marks(data, m).marks != 0 && (m.proto != 6 || !m.l4)) std::abort();
   if (m.tunneled) {  // the outermost addresses come before the inner packet
     const std::size_t olen = m.outer_family == 4 ? 4 : 16;
     if ((m.outer_family != 4 && m.outer_family != 6) || m.outer_addr_off + 2 * olen > size) std::abort();

@@ -54,7 +54,8 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
   StreamInspector insp(pool.get(), scratch.data(), scratch.size());
   uint32_t handle = 0, next = 0;
   uint8_t bits = 0;
-  const StreamRef ref{handle, next, bits};
+  uint8_t arrival[kArrivalBytes] = {};  // every segment arrives alike: never a conflict of its own
+  const StreamRef ref{handle, next, bits, arrival};
   constexpr uint32_t kIsn = 0xffffff00u;
   stream_open(ref, midstream ? 0x10 : 0x12, 5000, kIsn + 1, /*sender_is_initiator=*/false);
   Run r;

@@ -1019,6 +1019,27 @@ TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) 
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good, after, answer}));
     EXPECT_EQ(st["reassembly"]["conflicts"], 1);
   }
+  {  // timestamps on every segment, the fake's older than the client's SYN's
+     // (its server's PAWS check drops it; the SYN-ACK echoes the SYN's)
+    auto tsopt = [](uint32_t val, uint32_t ecr) {
+      Bytes o = {1, 1, 8, 10};
+      for (const uint32_t v : {val, ecr})
+        for (int sh = 24; sh >= 0; sh -= 8) o.push_back(static_cast<uint8_t>(v >> sh));
+      return o;
+    };
+    const std::vector<Bytes> hs = {k.c2s(0x02, 100, 0).tcp_options(tsopt(1000, 0)).frame(),
+                                   k.s2c(0x12, 500, 101).tcp_options(tsopt(9000, 1000)).frame(),
+                                   k.c2s(0x10, 101, 501).tcp_options(tsopt(1001, 9000)).frame()};
+    const Bytes old = k.c2s(0x18, 101, 501).tcp_options(tsopt(1000 - 600000, 9000)).payload(fake).frame();
+    const Bytes now = k.c2s(0x18, 101, 501).tcp_options(tsopt(1002, 9000)).payload(real).frame();
+    auto st = replay(cat(hs, {old, now}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{old, now}));  // the old one: a conflict
+    EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+    const Bytes fine = k.c2s(0x18, 101, 501).tcp_options(tsopt(1002, 9000)).payload(fake).frame();
+    st = replay(cat(hs, {fine}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {fine}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  }
   {  // the real one first is judged and blocks as always
     const auto st = replay(cat(k.handshake(), {good, fakes[0].second}), rules, {"--pps", "50"});
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good, fakes[0].second}));

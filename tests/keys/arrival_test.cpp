@@ -18,10 +18,11 @@ PacketMeta meta(const Bytes& f) {
   return m;
 }
 
-uint8_t marks(const Bytes& opts) {
+TcpOptionMarks options(const Bytes& opts) {
   const Bytes f = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443).tcp_options(opts).payload("hello").frame();
   return tcp_option_marks(f.data(), meta(f));
 }
+uint8_t marks(const Bytes& opts) { return options(opts).marks; }
 
 TEST(Arrival, TheTtlOrHopLimitOfTheInnermostHeader) {
   for (const uint8_t ttl : {uint8_t{1}, uint8_t{64}, uint8_t{255}}) {
@@ -64,7 +65,24 @@ TEST(Arrival, SignatureAndTimestampOptionsAreMarkedAsLinuxReadsThem) {
   EXPECT_EQ(marks({3, 3, 1, 19, 18, 0, 0, 0}), kTcpMarkCut);
   // Not TCP: nothing.
   const Bytes udp = Packet().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).payload("x").frame();
-  EXPECT_EQ(tcp_option_marks(udp.data(), meta(udp)), 0);
+  EXPECT_EQ(tcp_option_marks(udp.data(), meta(udp)).marks, 0);
+}
+
+TEST(Arrival, TimestampValuesAreTheLastOptionsAsLinuxTakesThem) {
+  const Bytes ts = {1, 1, 8, 10, 0x80, 0, 0, 2, 0, 0, 0x12, 0x34};
+  TcpOptionMarks o = options(ts);
+  EXPECT_EQ(o.marks, kTcpMarkTimestamps);
+  EXPECT_EQ(o.tsval, 0x80000002u);
+  EXPECT_EQ(o.tsecr, 0x1234u);
+  Bytes twice = ts;
+  twice.insert(twice.end(), {8, 10, 0, 0, 0, 7, 0, 0, 0, 9});
+  o = options(twice);
+  EXPECT_EQ(o.marks, kTcpMarkTimestamps | kTcpMarkOdd);
+  EXPECT_EQ(o.tsval, 7u);
+  EXPECT_EQ(o.tsecr, 9u);
+  o = options({8, 6, 0, 0, 0, 1});  // too short: no values
+  EXPECT_EQ(o.marks, kTcpMarkOdd);
+  EXPECT_EQ(o.tsval, 0u);
 }
 
 }  // namespace

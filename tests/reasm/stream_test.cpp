@@ -26,7 +26,7 @@ constexpr uint32_t kIsn = 0xfffffff0u;  // the client's stream crosses 2^32
 struct Flow {
   uint32_t handle = 0, next = 0;
   uint8_t bits = 0;
-  uint8_t arrival[2] = {0, 0};
+  uint8_t arrival[kArrivalBytes] = {};
   StreamRef ref() { return {handle, next, bits, arrival}; }
 };
 
@@ -678,6 +678,28 @@ TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
     EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false, 80, 40000), Answer::kOpened);
     EXPECT_EQ(h.arriving(f, kBlocked, 64), Step::kMessages);
     EXPECT_EQ(h.got.back(), kBlocked);
+  }
+  {  // a timestamp older than the client's SYN's (echoed by the SYN-ACK) is
+     // one its server's PAWS check drops: a fake of DPI-evasion tools ("ts")
+    constexpr uint8_t kTs = 0x04;  // (cg::kTcpMarkTimestamps)
+    auto ts = [](uint32_t v) { return Arrival{.ttl = 64, .options = kTs, .timestamp = true, .tsval = v}; };
+    Flow f = opened();
+    stream_timestamp_floor(f.ref(), 1000);
+    EXPECT_EQ(h.client(f, kGet, 0, kGet.size(), true, 40000, 80, ts(1000u - 600000u)), Step::kConflict);
+    Flow g = opened();
+    stream_timestamp_floor(g.ref(), 1000);
+    EXPECT_EQ(h.client(g, kGet, 0, kGet.size(), true, 40000, 80, ts(998)), Step::kConflict);  // past the tick
+    Flow k = opened();
+    stream_timestamp_floor(k.ref(), 1000);
+    EXPECT_EQ(h.client(k, kGet, 0, kGet.size(), true, 40000, 80, ts(999)), Step::kMessages);  // Linux takes it
+    EXPECT_EQ(h.client(k, kGet, 0, kGet.size(), true, 40000, 80, ts(7000)), Step::kSkip);   // a retransmission
+    Flow w = opened();  // serial order: across the wrap, newer
+    stream_timestamp_floor(w.ref(), 0xfffffff0u);
+    EXPECT_EQ(h.client(w, kGet, 0, kGet.size(), true, 40000, 80, ts(5)), Step::kMessages);
+    Flow o;  // stream_open() opens the stream anew: no floor
+    stream_timestamp_floor(o.ref(), 1000);
+    stream_open(o.ref(), kSyn | kAck, 777, kIsn + 1, false);
+    EXPECT_EQ(h.client(o, kGet, 0, kGet.size(), true, 40000, 80, ts(5)), Step::kMessages);
   }
   {  // without StreamRef::arrival every segment is read as it comes
     Flow f = opened();

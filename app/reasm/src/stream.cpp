@@ -1,6 +1,7 @@
 #include "cuckoogate/reasm/stream.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace cg::reasm {
 
@@ -19,9 +20,12 @@ constexpr uint8_t kTriesShift = 6;     // 2 bits: segments that started no messa
 constexpr uint8_t kMaxTries = 3;
 constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
-// StreamRef::arrival[1]: kArrivalKnown, and the first client segment's
-// option marks shifted past it (Arrival::options: 7 bits of the caller's).
-constexpr uint8_t kArrivalKnown = 0x01;  // arrival[0] is the first client segment's TTL
+// StreamRef::arrival: [0] the first client segment's TTL; [1] kArrivalKnown
+// and that segment's option marks shifted past it (Arrival::options: 7 bits
+// of the caller's), kFloorKnown; [2, 6) the timestamp floor (host order).
+constexpr uint8_t kArrivalKnown = 0x01;
+constexpr uint8_t kFloorKnown = 0x80;
+constexpr uint32_t kPawsWindow = 1;  // Linux's TCP_PAWS_WINDOW: a tick older is still taken
 
 uint8_t phase(const StreamRef& s) { return s.bits & kPhaseMask; }
 void set_phase(StreamRef s, uint8_t p) { s.bits = static_cast<uint8_t>((s.bits & ~kPhaseMask) | p); }
@@ -57,15 +61,23 @@ bool looks_like_client(const uint8_t* p, std::size_t n) {
 
 // True if the client's segment arrived as the first one read did (the
 // first sets the mark).
+// A timestamp older than the floor by more than the PAWS window is one the
+// server drops.
 bool same_arrival(const StreamRef& s, const Arrival& a) {
   if (s.arrival == nullptr) return true;
-  const auto marks = static_cast<uint8_t>(kArrivalKnown | a.options << 1);
-  if ((s.arrival[1] & kArrivalKnown) == 0) {
-    s.arrival[0] = a.ttl;
-    s.arrival[1] = marks;
+  uint8_t* const m = s.arrival;
+  if ((m[1] & kFloorKnown) != 0 && a.timestamp) {
+    uint32_t floor;
+    std::memcpy(&floor, m + 2, sizeof floor);
+    if (seq_diff(floor, a.tsval) > static_cast<int32_t>(kPawsWindow)) return false;
+  }
+  const auto marks = static_cast<uint8_t>(kArrivalKnown | (a.options & 0x7f) << 1);
+  if ((m[1] & kArrivalKnown) == 0) {
+    m[0] = a.ttl;
+    m[1] = static_cast<uint8_t>(marks | (m[1] & kFloorKnown));
     return true;
   }
-  return s.arrival[0] == a.ttl && s.arrival[1] == marks;
+  return m[0] == a.ttl && (m[1] & ~kFloorKnown) == marks;
 }
 
 }  // namespace
@@ -74,7 +86,7 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
   s.handle = 0;
   s.next = 0;
   s.bits = 0;
-  if (s.arrival != nullptr) s.arrival[1] = 0;  // the client may be the other side now
+  if (s.arrival != nullptr) s.arrival[1] = 0;  // the client may be the other side now (the floor goes too)
   constexpr uint8_t kSyn = 0x02, kAck = 0x10;
   if ((tcp_flags & (kSyn | kAck)) == kSyn) {  // the client's SYN: its data starts after it
     s.next = seq + 1;
@@ -83,6 +95,12 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
     s.next = ack;
     s.bits = static_cast<uint8_t>(kNextKnown | kClientKnown | (sender_is_initiator ? kClientRev : 0));
   }
+}
+
+void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept {
+  if (s.arrival == nullptr) return;
+  std::memcpy(s.arrival + 2, &client_tsval, sizeof client_tsval);
+  s.arrival[1] |= kFloorKnown;
 }
 
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {

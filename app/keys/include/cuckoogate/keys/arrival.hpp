@@ -25,14 +25,19 @@ inline uint8_t ip_ttl(const uint8_t* frame, const PacketMeta& m) noexcept {
 inline constexpr uint8_t kTcpMarkMd5 = 0x01;         // kind 19 of 18 bytes: TCP MD5 signature (RFC 2385)
 inline constexpr uint8_t kTcpMarkAo = 0x02;          // kind 29 of at least 4 bytes: TCP-AO (RFC 5925)
 inline constexpr uint8_t kTcpMarkTimestamps = 0x04;  // kind 8 of 10 bytes (RFC 7323)
-inline constexpr uint8_t kTcpMarkOdd = 0x08;         // one of those kinds at another length
+inline constexpr uint8_t kTcpMarkOdd = 0x08;         // one of those kinds at another length, or timestamps twice
 inline constexpr uint8_t kTcpMarkCut = 0x10;         // the list ends at a bad length (as Linux stops reading)
 
 // The options of a TCP segment that make a receiver drop or treat it apart:
 // a signature (a server without the key drops the segment, Linux counting
 // TCPMD5Unexpected), timestamps (PAWS), each at its own length or another;
 // read as Linux reads options (End stops, NOP is skipped, a length below 2
-// or past the header stops). 0 for a segment without options, or not TCP.
-uint8_t tcp_option_marks(const uint8_t* frame, const PacketMeta& m) noexcept;
+// or past the header stops). `marks` is 0 for a segment without options, or
+// not TCP.
+struct TcpOptionMarks {
+  uint8_t marks = 0;               // kTcpMark* bits
+  uint32_t tsval = 0, tsecr = 0;   // with kTcpMarkTimestamps: the last timestamps option's, as Linux reads them
+};
+TcpOptionMarks tcp_option_marks(const uint8_t* frame, const PacketMeta& m) noexcept;
 
 }  // namespace cg

@@ -30,8 +30,9 @@ struct StreamRef {
   uint32_t& handle;  // the Pool slot holding an unfinished message, 0: none
   uint32_t& next;    // sequence number where the client's next message starts (if known)
   uint8_t& bits;
-  // Two more bytes of the caller's (zero when the entry is created): how the
-  // first client segment read arrived (Arrival; see StreamInspector::segment).
+  // kArrivalBytes more of the caller's (zero when the entry is created): how
+  // the first client segment read arrived, and the client's timestamp floor
+  // (Arrival, stream_timestamp_floor; see StreamInspector::segment).
   // nullptr: not kept, every segment is read as it comes.
   uint8_t* arrival = nullptr;
 };
@@ -46,8 +47,18 @@ struct StreamRef {
 // arrive otherwise").
 struct Arrival {
   uint8_t ttl = 0;
-  uint8_t options = 0;  // the caller's marks of the options that matter (cg::tcp_option_marks)
+  uint8_t options = 0;     // the caller's marks of the options that matter (7 bits: cg::tcp_option_marks)
+  bool timestamp = false;  // it carries a timestamps option (RFC 7323) ...
+  uint32_t tsval = 0;      // ... with this TSval
 };
+inline constexpr std::size_t kArrivalBytes = 6;
+
+// The client's timestamp when the connection opened: its SYN's TSval, which
+// the server's SYN-ACK echoes as TSecr (RFC 7323 §3.2). A server's PAWS
+// check (§5) drops a later segment whose TSval is older than the latest it
+// took, by more than one tick on Linux; the SYN's is a floor of that. Kept
+// in StreamRef::arrival until stream_open() opens the stream anew.
+void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept;
 
 // What the caller knows when it creates a flow entry from a TCP packet.
 // A SYN (without ACK) opens the flow: its sender is the client and the
@@ -133,7 +144,8 @@ class StreamInspector {
 
   // One segment with payload. With StreamRef::arrival, the client's
   // segments must all arrive as the first one read did (Arrival: the same
-  // TTL and option marks): one that does not is kConflict.
+  // TTL and option marks), and none with a timestamp older than the floor
+  // (stream_timestamp_floor): one that does is kConflict.
   // A fake first copy that expires or is dropped behind the gateway then
   // cannot pass the real one off as a retransmission of bytes already
   // judged, nor the other way round. The price: a client whose path changes
