@@ -378,6 +378,10 @@ std::istream* open_input(const std::string& file, std::ifstream& fin, std::size_
   return &fin;
 }
 
+// What the gateway's trim() takes off both ends of a request or stream line
+// (control/protocol.cpp): a line that is "." after it ends a load.
+constexpr const char* kServerTrims = " \t\r";
+
 // What the gateway reads of a rule file line: the text before a '#',
 // without trailing blanks ("" for a blank or comment line; leading blanks
 // stay, so the gateway's columns are the file's). A long comment or
@@ -386,6 +390,18 @@ std::istream* open_input(const std::string& file, std::ifstream& fin, std::size_
 std::string_view rule_text(std::string_view line) {
   line = line.substr(0, std::min(line.find('#'), line.size()));
   return line.substr(0, line.find_last_not_of(" \t\r\v\f") + 1);  // all blank: npos + 1 == 0
+}
+
+// Before waiting for a pipe that has nothing more yet, the lines ready go
+// out: a slow producer (curl of a feed over a slow link) then keeps the
+// connection busy, and the gateway's idle timeout (ctl_idle_timeout, 30 s)
+// counts only real silence.
+void send_before_waiting(Connection& c, bool piped, std::string& chunk) {
+  if (!piped || chunk.empty() || std::cin.rdbuf()->in_avail() > 0) return;
+  pollfd p{STDIN_FILENO, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) return;
+  c.send(chunk);
+  chunk.clear();
 }
 
 // True if a rule line carries an add option (" ttl=", " set=", " action="),
@@ -410,7 +426,9 @@ int cmd_add_file(Connection& c, const std::string& file, const std::string& suff
   std::string chunk = "batch\n", line;
   std::size_t lines = 0, rules = 0, read = 0;
   std::vector<std::pair<std::size_t, std::size_t>> indented;  // (line, leading blanks): for error columns
-  while (std::getline(*in, line)) {
+  for (;;) {
+    send_before_waiting(c, in == &std::cin, chunk);
+    if (!std::getline(*in, line)) break;
     read += line.size() + 1;
     if (read > static_cast<std::size_t>(kMaxLoadFile))
       die(shown_name + ": more than one request takes (" + std::to_string(kMaxLoadFile >> 20) +
@@ -418,7 +436,7 @@ int cmd_add_file(Connection& c, const std::string& file, const std::string& suff
     if (++lines == 1) line.erase(0, line.size() - cg::feeds::skip_bom(line).size());
     const std::string_view rule = rule_text(line);
     if (!rule.empty()) {
-      if (const std::size_t lead = rule.find_first_not_of(" \t\v\f"); lead != 0) indented.emplace_back(lines, lead);
+      if (const std::size_t lead = rule.find_first_not_of(kServerTrims); lead != 0) indented.emplace_back(lines, lead);
       chunk += "add ";
       chunk += rule;
       chunk += suffix;
@@ -493,17 +511,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
   bool options = false;  // a line carries an add option (has_add_option)
   const bool piped = in == &std::cin;
   for (;;) {
-    // Before waiting for a pipe that has nothing more yet, the rules ready
-    // go out: a slow producer (curl of a feed over a slow link) then keeps
-    // the connection busy, and the gateway's idle timeout (ctl_idle_timeout,
-    // 30 s) counts only real silence.
-    if (piped && !chunk.empty() && std::cin.rdbuf()->in_avail() <= 0) {
-      pollfd p{STDIN_FILENO, POLLIN, 0};
-      if (::poll(&p, 1, 0) == 0) {
-        c.send(chunk);
-        chunk.clear();
-      }
-    }
+    send_before_waiting(c, piped, chunk);
     if (!std::getline(*in, line)) break;
     ++lines;
     read += line.size() + 1;
@@ -516,7 +524,7 @@ int cmd_load(Connection& c, const LoadArgs& a) {
       const std::string_view rule = rule_text(line);
       // The server ends a load at a line that is '.' after trimming blanks; no
       // rule starts with '.', so such a line is refused before anything is sent.
-      if (!rule.empty() && rule[rule.find_first_not_of(" \t\v\f")] == '.')
+      if (!rule.empty() && rule[rule.find_first_not_of(kServerTrims)] == '.')
         die(file + ":" + std::to_string(lines) + ": a rule line may not start with '.'");
       if (!rule.empty() && rules++ < 8) first_lines.emplace_back(rule);
       options = options || has_add_option(rule);

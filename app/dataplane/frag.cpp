@@ -1,12 +1,15 @@
 #include "dataplane/frag.hpp"
 
 #include <rte_cycles.h>
+#include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_ip_frag.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 
 namespace cg {
@@ -144,6 +147,16 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
   defrag::Fragment info[defrag::kMaxFragments];
   bool ok = true;
   bool bad_header = false;  // a fragment its receiver drops: the datagram never completes there
+  // How its fragments arrived (docs/reassembly.md, "Copies that arrive
+  // otherwise"): the rebuilt header keeps the first fragment's TTL and
+  // Ethernet destination, so a fragment whose TTL runs out behind the
+  // gateway, or sent to another next hop, would leave no trace in what is
+  // judged. The judged frame gets the smallest TTL, and another destination
+  // when they differ: a datagram the server may never complete then does
+  // not arrive as the client's other segments do.
+  uint8_t min_ttl = 255;
+  bool other_mac = false;
+  const uint8_t* const mac0 = rte_pktmbuf_mtod(static_cast<const rte_mbuf*>(refs[0]), const uint8_t*);
   for (std::size_t i = 0; i < refs.size(); ++i) {
     rte_mbuf* orig = static_cast<rte_mbuf*>(refs[i]);
     fr.orig[fr.n++] = orig;
@@ -151,6 +164,10 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
     copy[i] = ok ? rte_pktmbuf_copy(orig, head ? head_pool_ : frag_pool_, 0, UINT32_MAX) : nullptr;
     ok = ok && copy[i] != nullptr;
     defrag::classify_frame(rte_pktmbuf_mtod(orig, const uint8_t*), rte_pktmbuf_data_len(orig), &info[i]);
+    // (The tracker took it: its Ethernet and fixed IP headers are there.)
+    const uint8_t* const f = rte_pktmbuf_mtod(orig, const uint8_t*);
+    min_ttl = std::min(min_ttl, f[info[i].l2_len + (info[i].key.family == 4 ? 8 : 7)]);
+    other_mac = other_mac || std::memcmp(f, mac0, RTE_ETHER_ADDR_LEN) != 0;
     if (info[i].key.family == 4 && rte_pktmbuf_data_len(orig) >= info[i].l2_len + sizeof(rte_ipv4_hdr)) {
       const auto* ip = rte_pktmbuf_mtod_offset(orig, const rte_ipv4_hdr*, info[i].l2_len);
       bad_header = bad_header || (rte_pktmbuf_data_len(orig) >= info[i].l2_len + rte_ipv4_hdr_len(ip) &&
@@ -178,6 +195,13 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
   for (rte_mbuf* c : copy) rte_pktmbuf_free(c);  // not fed (NULL is fine)
   // A frame above kMaxReassembledFrame cannot be made contiguous.
   if (ok && out != nullptr && rte_pktmbuf_linearize(out) != 0) ok = false;
+  if (ok && out != nullptr) {
+    uint8_t* const f = rte_pktmbuf_mtod(out, uint8_t*);
+    f[out->l2_len + (info[0].key.family == 4 ? 8 : 7)] = min_ttl;
+    // No frame the server takes is sent to 00:00:00:00:00:00, so no real
+    // copy is delivered as this one.
+    if (other_mac) std::memset(f, 0, RTE_ETHER_ADDR_LEN);
+  }
   if (ok && out != nullptr && info[0].key.family == 4) {
     // rte_ip_frag leaves the rewritten header's checksum 0 (for tx offload);
     // the judged frame must be a packet an end host would accept (the

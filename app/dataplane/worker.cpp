@@ -163,6 +163,9 @@ bool payload_taken(uint8_t tcp_flags) {
   return (tcp_flags & (flow::kTcpAck | flow::kTcpSyn | flow::kTcpRst)) == flow::kTcpAck;
 }
 
+// Mixed into the worker's secret for delivery_digest(), apart from dcid_tag()'s use of it.
+constexpr uint64_t kDeliverySeed = 0x9e3779b97f4a7c15ULL;
+
 // A keyed 32-bit tag of a QUIC version and connection ID, which together
 // give a connection's Initial keys (a client cannot choose a second DCID
 // whose tag is the first's without the worker's seed).
@@ -466,10 +469,8 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
       using Answer = reasm::StreamInspector::Answer;
       const Answer a = stream_->syn_ack(stream_of(*flows_, e), m.tcp_seq, m.tcp_ack, fwd, (e.flags & kHandshake) != 0,
                                         m.sport, m.dport);
-      if (a == Answer::kOpened) {
-        e.flags |= kHandshake;
-        timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
-      }
+      if (a == Answer::kOpened) e.flags |= kHandshake;
+      if (a != Answer::kContradicts) timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);  // raised
       if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
     }
   }
@@ -601,7 +602,8 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                            {.ttl = ip_ttl(frame, m),
                             .options = o.marks,
                             .timestamp = (o.marks & kTcpMarkTimestamps) != 0,
-                            .tsval = o.tsval}};
+                            .tsval = o.tsval,
+                            .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)}};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector

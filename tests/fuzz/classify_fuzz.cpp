@@ -31,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // What the stream inspector compares between a client's segments reads
   // only the headers parse_packet found (ASan checks; options end at the data offset).
   if (m.family != 0) (void)cg::ip_ttl(data, m);
+  if ((cg::delivery_digest(data, m, 1) != 0) != (m.family != 0 && m.l4)) std::abort();
   if (cg::tcp_option_marks(data, m).marks != 0 && (m.proto != 6 || !m.l4)) std::abort();
   if (m.tunneled) {  // the outermost addresses come before the inner packet
     const std::size_t olen = m.outer_family == 4 ? 4 : 16;

@@ -236,6 +236,16 @@ TEST_F(Ctl, LoadRefusesALineThatWouldEndTheStream) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("dot.rules:2"), std::string::npos) << r.err;
   EXPECT_EQ(ctl({"check", "src 192.0.2.60"}).status, 1);
+  // A CR before the dot too: the gateway trims it (a feed fetched with CRLF
+  // line ends), and the lines after it ran as commands.
+  ASSERT_EQ(ctl({"add", "src 192.0.2.61"}).status, 0);
+  std::ofstream(file) << "src 192.0.2.60\n\r.\nflush all\n";
+  r = ctl({"load", file});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("dot.rules:2"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"check", "src 192.0.2.61"}).status, 0);  // not flushed
+  EXPECT_EQ(ctl({"check", "src 192.0.2.60"}).status, 1);
+  ASSERT_EQ(ctl({"del", "src 192.0.2.61"}).status, 0);
 }
 
 // A rule file loads through cuckoogatectl as it does from the config: a

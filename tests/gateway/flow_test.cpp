@@ -1011,6 +1011,14 @@ TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) 
       {"ttl 65", k.c2s(0x18, 101, 501).ttl(65).payload(fake).frame()},
       {"md5sig", k.c2s(0x18, 101, 501).tcp_options(md5).payload(fake).frame()},
       {"timestamps", k.c2s(0x18, 101, 501).tcp_options(ts).payload(fake).frame()},
+      // A Record Route option with a bad pointer (the router behind the
+      // gateway drops it), and a frame sent to another next hop's MAC.
+      {"ip options", k.c2s(0x18, 101, 501).ipv4_options({7, 3, 2, 0}).payload(fake).frame()},
+      {"another mac", [&] {
+         Bytes f = k.c2s(0x18, 101, 501).payload(fake).frame();
+         f[5] ^= 0x99;
+         return f;
+       }()},
   };
   for (const auto& [what, bad] : fakes) {
     SCOPED_TRACE(what);

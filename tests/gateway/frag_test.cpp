@@ -346,6 +346,39 @@ TEST_F(Frags, ADatagramWithABadFragmentHeaderIsNotReadAsTheClientsBytes) {
   EXPECT_EQ(s["reassembly"]["bad_checksum"], 1);
 }
 
+// The same fake with every fragment valid, but one whose TTL runs out behind
+// the gateway, or sent to another next hop's MAC: its server never completes
+// the datagram. The rebuilt header keeps the first fragment's TTL and MAC,
+// so the fake was judged as if whole and the real one passed as a
+// retransmission; now the judged frame gets the smallest TTL (and no MAC when
+// they differ), the real one does not arrive as the fake did, and the flow's
+// client data is dropped (docs/reassembly.md, "Copies that arrive otherwise").
+TEST_F(Frags, AFragmentItsServerNeverGetsLeavesATraceInTheJudgedDatagram) {
+  auto c2s = [](uint8_t flags, uint32_t seq) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, 501).checksum();
+  };
+  const Bytes syn = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, 0x02).seq_ack(100, 0).checksum().frame();
+  const Bytes synack = Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, 0x12).seq_ack(500, 101).checksum().frame();
+  const Bytes fake = c2s(0x18, 101).payload(tls_client_hello("fine.example")).frame();
+  const Bytes real = c2s(0x18, 101).payload(tls_client_hello("blocked.example")).frame();
+  for (const bool low_ttl : {true, false}) {
+    SCOPED_TRACE(low_ttl ? "a fragment with TTL 2" : "a fragment to another MAC");
+    std::vector<Bytes> fr = frag4(fake, cuts(l4_bytes4(fake), {64}));
+    if (low_ttl) {
+      fr[1][14 + 8] = 2;
+      fr[1][14 + 10] = fr[1][14 + 11] = 0;
+      const uint16_t c = ip_checksum(fr[1].data() + 14, 20);
+      fr[1][14 + 10] = static_cast<uint8_t>(c >> 8);
+      fr[1][14 + 11] = static_cast<uint8_t>(c);
+    } else {
+      fr[1][5] ^= 0x99;
+    }
+    const auto s = replay(cat({syn, synack}, cat(fr, {real})), "host blocked.example\n", {"--pps", "50"});
+    EXPECT_EQ(dropped(), std::vector<Bytes>{real});
+    EXPECT_EQ(s["reassembly"]["conflicts"], 1);
+  }
+}
+
 // With the reject action one reply set is built from the reassembled
 // datagram (here a DNS query whose name only the whole datagram shows):
 // REFUSED to the client, none per fragment.

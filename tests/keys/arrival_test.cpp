@@ -68,6 +68,37 @@ TEST(Arrival, SignatureAndTimestampOptionsAreMarkedAsLinuxReadsThem) {
   EXPECT_EQ(tcp_option_marks(udp.data(), meta(udp)).marks, 0);
 }
 
+uint16_t delivery(const Bytes& f, uint64_t seed = 7) { return delivery_digest(f.data(), meta(f), seed); }
+
+TEST(Arrival, TheDeliveryDigestCoversTheMacDestinationTagsAndIpExtras) {
+  const Bytes plain = Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443).payload("hello").frame();
+  EXPECT_NE(delivery(plain), 0);
+  EXPECT_EQ(delivery(plain), delivery(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443).payload("other").frame()));
+  EXPECT_NE(delivery(plain), delivery(plain, 8));  // keyed
+  Bytes other_mac = plain;
+  other_mac[5] ^= 0x99;  // sent to another next hop
+  EXPECT_NE(delivery(plain), delivery(other_mac));
+  Bytes other_src_mac = plain;
+  other_src_mac[11] ^= 0x99;  // the source MAC decides nothing
+  EXPECT_EQ(delivery(plain), delivery(other_src_mac));
+  const Bytes tagged = Packet().vlan(5).ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 443).payload("hello").frame();
+  EXPECT_NE(delivery(plain), delivery(tagged));
+  // IPv4 options: a Record Route with a bad pointer (routers drop it) against NOPs of the same length.
+  const auto v4opts = [](Bytes o) {
+    return Packet().ipv4("10.0.0.1", "10.0.0.2").ipv4_options(std::move(o)).tcp(40000, 443).payload("hello").frame();
+  };
+  EXPECT_NE(delivery(v4opts({7, 3, 2, 0})), delivery(v4opts({1, 1, 1, 1})));
+  EXPECT_NE(delivery(plain), delivery(v4opts({1, 1, 1, 1})));
+  // IPv6 extension headers.
+  const Bytes v6 = Packet().ipv6("2001:db8::1", "2001:db8::2").tcp(40000, 443).payload("hello").frame();
+  const Bytes hbh = Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(0).tcp(40000, 443).payload("hello").frame();
+  const Bytes dst = Packet().ipv6("2001:db8::1", "2001:db8::2").ipv6_ext(60).tcp(40000, 443).payload("hello").frame();
+  EXPECT_NE(delivery(v6), delivery(hbh));
+  EXPECT_NE(delivery(hbh), delivery(dst));
+  const Bytes arp = Packet().eth_type(0x0806).payload(Bytes(28, 0)).frame();
+  EXPECT_EQ(delivery(arp), 0);
+}
+
 TEST(Arrival, TimestampValuesAreTheLastOptionsAsLinuxTakesThem) {
   const Bytes ts = {1, 1, 8, 10, 0x80, 0, 0, 2, 0, 0, 0x12, 0x34};
   TcpOptionMarks o = options(ts);

@@ -654,7 +654,13 @@ TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
     EXPECT_EQ(h.got.size(), given + 1);
     EXPECT_EQ(h.arriving(f, kBlocked, 64), Step::kDropped);  // and every later segment
   }
-  EXPECT_EQ(h.insp.counters().conflicts, 3u);
+  {  // delivered otherwise (another next hop, IP options): the caller's digest differs
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, kGet, 0, kGet.size(), true, 40000, 80, {.ttl = 64, .delivery = 0x1234}), Step::kMessages);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, {.ttl = 64, .delivery = 0x4321}),
+              Step::kConflict);
+  }
+  EXPECT_EQ(h.insp.counters().conflicts, 4u);
   {  // a retransmission arriving as the first did is one, whatever its bytes
      // (another copy of bytes already judged: docs/rules.md lists it)
     Flow f = opened();
@@ -696,6 +702,17 @@ TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
     Flow w = opened();  // serial order: across the wrap, newer
     stream_timestamp_floor(w.ref(), 0xfffffff0u);
     EXPECT_EQ(h.client(w, kGet, 0, kGet.size(), true, 40000, 80, ts(5)), Step::kMessages);
+    Flow r = opened();  // a later SYN-ACK only raises the floor
+    stream_timestamp_floor(r.ref(), 1000);
+    stream_timestamp_floor(r.ref(), 500);
+    EXPECT_EQ(h.client(r, kGet, 0, kGet.size(), true, 40000, 80, ts(998)), Step::kConflict);
+    // In-order segments read raise it as they go: a connection read for
+    // longer than 2^31 ticks is not older than its SYN (HTTP keep-alive).
+    Flow l = opened();
+    stream_timestamp_floor(l.ref(), 1000);
+    std::string two = kGet + kGet;
+    EXPECT_EQ(h.client(l, two, 0, kGet.size(), true, 40000, 80, ts(1000 + (1u << 30))), Step::kMessages);
+    EXPECT_EQ(h.client(l, two, kGet.size(), kGet.size(), true, 40000, 80, ts(1000 + (3u << 30))), Step::kMessages);
     Flow o;  // stream_open() opens the stream anew: no floor
     stream_timestamp_floor(o.ref(), 1000);
     stream_open(o.ref(), kSyn | kAck, 777, kIsn + 1, false);

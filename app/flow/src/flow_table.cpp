@@ -1,6 +1,6 @@
 // The flow table. Layout: power-of-two many buckets of kWays slots, in
 // three arrays: the buckets' 64-byte header lines, then every slot's 64-byte
-// entry, then every slot's 40 bytes of cold state (slot i of bucket k is
+// entry, then every slot's 48 bytes of cold state (slot i of bucket k is
 // entry k * kWays + i in both):
 //
 //   header: sig[8] (16-bit hash signatures, 0 = empty slot)  16 bytes
@@ -10,7 +10,7 @@
 //                     direction, pinned)                       8 bytes
 //   entry:  FlowEntry, 64 bytes; its last 8 bytes copy the slot's stamp,
 //           state and bits (SlotState)
-//   cold:   FlowCold, 40 bytes
+//   cold:   FlowCold, 48 bytes
 //
 // A lookup reads the header line, compares the signatures with one SIMD
 // compare, and reads only the entries whose signature matches (almost always

@@ -21,8 +21,9 @@ constexpr uint8_t kMaxTries = 3;
 constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
 // StreamRef::arrival: [0] the first client segment's TTL; [1] kArrivalKnown
-// and that segment's option marks shifted past it (Arrival::options: 7 bits
-// of the caller's), kFloorKnown; [2, 6) the timestamp floor (host order).
+// and that segment's option marks shifted past it (Arrival::options: 6 bits
+// of the caller's), kFloorKnown; [2, 6) the timestamp floor, [6, 8) the
+// first segment's delivery digest (host order).
 constexpr uint8_t kArrivalKnown = 0x01;
 constexpr uint8_t kFloorKnown = 0x80;
 constexpr uint32_t kPawsWindow = 1;  // Linux's TCP_PAWS_WINDOW: a tick older is still taken
@@ -60,9 +61,9 @@ bool looks_like_client(const uint8_t* p, std::size_t n) {
 }
 
 // True if the client's segment arrived as the first one read did (the
-// first sets the mark).
-// A timestamp older than the floor by more than the PAWS window is one the
-// server drops.
+// first sets the mark): the same TTL, option marks and delivery digest, and
+// no timestamp older than the floor by more than the PAWS window (one the
+// server drops).
 bool same_arrival(const StreamRef& s, const Arrival& a) {
   if (s.arrival == nullptr) return true;
   uint8_t* const m = s.arrival;
@@ -71,13 +72,16 @@ bool same_arrival(const StreamRef& s, const Arrival& a) {
     std::memcpy(&floor, m + 2, sizeof floor);
     if (seq_diff(floor, a.tsval) > static_cast<int32_t>(kPawsWindow)) return false;
   }
-  const auto marks = static_cast<uint8_t>(kArrivalKnown | (a.options & 0x7f) << 1);
+  const auto marks = static_cast<uint8_t>(kArrivalKnown | (a.options & 0x3f) << 1);
   if ((m[1] & kArrivalKnown) == 0) {
     m[0] = a.ttl;
     m[1] = static_cast<uint8_t>(marks | (m[1] & kFloorKnown));
+    std::memcpy(m + 6, &a.delivery, sizeof a.delivery);
     return true;
   }
-  return m[0] == a.ttl && (m[1] & ~kFloorKnown) == marks;
+  uint16_t delivery;
+  std::memcpy(&delivery, m + 6, sizeof delivery);
+  return m[0] == a.ttl && (m[1] & ~kFloorKnown) == marks && delivery == a.delivery;
 }
 
 }  // namespace
@@ -99,6 +103,9 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 
 void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept {
   if (s.arrival == nullptr) return;
+  uint32_t floor;
+  std::memcpy(&floor, s.arrival + 2, sizeof floor);
+  if ((s.arrival[1] & kFloorKnown) != 0 && seq_diff(client_tsval, floor) <= 0) return;  // only ever raised
   std::memcpy(s.arrival + 2, &client_tsval, sizeof client_tsval);
   s.arrival[1] |= kFloorKnown;
 }
@@ -417,6 +424,12 @@ Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sin
     set_phase(s, kPhaseDropped);
     return Step::kConflict;
   }
+  // The server takes an in-order segment's timestamp as its latest (RFC
+  // 7323 §4.3: SEG.SEQ <= Last.ACK.sent), so the floor follows the stream:
+  // a connection inspected for weeks never reads as older than its SYN (its
+  // clock passes 2^31 ticks in ~25 days at 1 kHz).
+  if (seg.how.timestamp && (s.bits & kNextKnown) != 0 && seq_diff(seg.seq, s.next) <= 0)
+    stream_timestamp_floor(s, seg.how.tsval);
   unsigned given = 0;
   if (s.handle == 0) {
     if ((s.bits & kNextKnown) == 0) s.next = seg.seq;  // picked up mid-stream: try this segment as a start

@@ -137,8 +137,7 @@ static_assert(alignof(FlowEntry) == 64);
 struct FlowCold {
   uint32_t stream[2];
   uint64_t name[2][2];
-  uint8_t arrival[6];
-  uint8_t spare[2];
+  uint8_t arrival[8];
 };
 static_assert(sizeof(FlowCold) == 48);
 

@@ -21,6 +21,18 @@ inline uint8_t ip_ttl(const uint8_t* frame, const PacketMeta& m) noexcept {
   return m.family == 4 ? frame[m.addr_off - 4] : m.family == 6 ? frame[m.addr_off - 1] : 0;
 }
 
+// Where and how a frame is delivered, beyond its addresses, as a keyed
+// 16-bit digest (never 0): its Ethernet destination, the tags up to its IP
+// header (VLANs, the EtherType), and the IP header's options (IPv4) or
+// extension headers (IPv6). A router ignores a frame sent to another MAC
+// address; a router or host drops a packet whose options it cannot parse or
+// will not honour (a Record Route with a bad pointer, an IPv6 option whose
+// type says "discard if unrecognized"), which the parser steps over. Two
+// copies that differ here may not both be taken. `seed`: the caller's
+// secret, so a client cannot make two of them collide at will. 0 if the
+// packet is not IP with a transport header.
+uint16_t delivery_digest(const uint8_t* frame, const PacketMeta& m, uint64_t seed) noexcept;
+
 // tcp_option_marks() bits.
 inline constexpr uint8_t kTcpMarkMd5 = 0x01;         // kind 19 of 18 bytes: TCP MD5 signature (RFC 2385)
 inline constexpr uint8_t kTcpMarkAo = 0x02;          // kind 29 of at least 4 bytes: TCP-AO (RFC 5925)

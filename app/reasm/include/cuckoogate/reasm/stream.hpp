@@ -38,26 +38,30 @@ struct StreamRef {
 };
 
 // How a segment reached the gateway, beyond its bytes: its IP TTL (IPv6
-// hop limit) and the TCP options that decide whether a receiver takes it
-// (a signature: MD5, RFC 2385, TCP-AO, RFC 5925; timestamps). A server may
-// drop a copy that arrives otherwise than the connection's other segments —
+// hop limit), the TCP options that decide whether a receiver takes it (a
+// signature: MD5, RFC 2385, TCP-AO, RFC 5925; timestamps), and where and how
+// its frame is delivered (next hop, IP options). A server may never get, or
+// drop, a copy that arrives otherwise than the connection's other segments —
 // one whose TTL runs out on the hops behind the gateway, one signed for a
-// server that has no key — so the gateway cannot know that what it read of
-// such a copy is what the server reads (docs/reassembly.md, "Copies that
-// arrive otherwise").
+// server that has no key, one a router drops — so the gateway cannot know
+// that what it read of such a copy is what the server reads
+// (docs/reassembly.md, "Copies that arrive otherwise").
 struct Arrival {
   uint8_t ttl = 0;
-  uint8_t options = 0;     // the caller's marks of the options that matter (7 bits: cg::tcp_option_marks)
+  uint8_t options = 0;     // the caller's marks of the options that matter (6 bits: cg::tcp_option_marks)
   bool timestamp = false;  // it carries a timestamps option (RFC 7323) ...
   uint32_t tsval = 0;      // ... with this TSval
+  uint16_t delivery = 0;   // the caller's digest of where and how the frame is delivered (cg::delivery_digest)
 };
-inline constexpr std::size_t kArrivalBytes = 6;
+inline constexpr std::size_t kArrivalBytes = 8;
 
 // The client's timestamp when the connection opened: its SYN's TSval, which
 // the server's SYN-ACK echoes as TSecr (RFC 7323 §3.2). A server's PAWS
 // check (§5) drops a later segment whose TSval is older than the latest it
 // took, by more than one tick on Linux; the SYN's is a floor of that. Kept
-// in StreamRef::arrival until stream_open() opens the stream anew.
+// in StreamRef::arrival until stream_open() opens the stream anew; a later
+// call (another SYN-ACK) only raises it, as does every in-order client
+// segment read (segment()).
 void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept;
 
 // What the caller knows when it creates a flow entry from a TCP packet.
@@ -144,13 +148,14 @@ class StreamInspector {
 
   // One segment with payload. With StreamRef::arrival, the client's
   // segments must all arrive as the first one read did (Arrival: the same
-  // TTL and option marks), and none with a timestamp older than the floor
-  // (stream_timestamp_floor): one that does is kConflict.
+  // TTL, option marks and delivery digest), and none with a timestamp older
+  // than the floor (stream_timestamp_floor): one that does is kConflict.
   // A fake first copy that expires or is dropped behind the gateway then
   // cannot pass the real one off as a retransmission of bytes already
   // judged, nor the other way round. The price: a client whose path changes
   // while its stream is inspected (the life of an HTTP keep-alive
-  // connection) has its data dropped from then on.
+  // connection) has its data dropped from then on. Not closed: a fake that
+  // ends the inspection itself (docs/reassembly.md).
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and
