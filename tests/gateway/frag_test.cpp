@@ -122,6 +122,19 @@ std::vector<Bytes> cat(std::vector<Bytes> a, const std::vector<Bytes>& b) {
   return a;
 }
 
+// The insertion of a TLS connection's first flight: its SYN and SYN-ACK, a
+// fake ClientHello naming a fine host and the real one naming a blocked
+// host at the same sequence number, all with valid checksums.
+struct Insertion {
+  static Packet c2s(uint8_t flags, uint32_t seq) {
+    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, 501).checksum();
+  }
+  Bytes syn = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, 0x02).seq_ack(100, 0).checksum().frame();
+  Bytes synack = Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, 0x12).seq_ack(500, 101).checksum().frame();
+  Bytes fake = c2s(0x18, 101).payload(tls_client_hello("fine.example")).frame();
+  Bytes real = c2s(0x18, 101).payload(tls_client_hello("blocked.example")).frame();
+};
+
 const char* kHttpBlocked = "GET / HTTP/1.1\r\nHost: blocked.example\r\nUser-Agent: t\r\n\r\n";
 
 // RFC 1858: the first fragment holds 8 bytes of the TCP header (the ports,
@@ -328,13 +341,8 @@ TEST_F(Frags, FragmentsOfABlockedFlowAreDropped) {
 // read, so the real one is judged; with the fragment intact the fake is
 // read and the real one passes as a retransmission (the control).
 TEST_F(Frags, ADatagramWithABadFragmentHeaderIsNotReadAsTheClientsBytes) {
-  auto c2s = [](uint8_t flags, uint32_t seq) {
-    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, 501).checksum();
-  };
-  const Bytes syn = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, 0x02).seq_ack(100, 0).checksum().frame();
-  const Bytes synack = Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, 0x12).seq_ack(500, 101).checksum().frame();
-  const Bytes fake = c2s(0x18, 101).payload(tls_client_hello("fine.example")).frame();
-  const Bytes real = c2s(0x18, 101).payload(tls_client_hello("blocked.example")).frame();
+  const Insertion k;
+  const Bytes &syn = k.syn, &synack = k.synack, &fake = k.fake, &real = k.real;
   std::vector<Bytes> fr = frag4(fake, cuts(l4_bytes4(fake), {64}));
   {  // the control: every fragment whole
     replay(cat({syn, synack}, cat(fr, {real})), "host blocked.example\n", {"--checksums", "verify", "--pps", "50"});
@@ -354,13 +362,8 @@ TEST_F(Frags, ADatagramWithABadFragmentHeaderIsNotReadAsTheClientsBytes) {
 // they differ), the real one does not arrive as the fake did, and the flow's
 // client data is dropped (docs/reassembly.md, "Copies that arrive otherwise").
 TEST_F(Frags, AFragmentItsServerNeverGetsLeavesATraceInTheJudgedDatagram) {
-  auto c2s = [](uint8_t flags, uint32_t seq) {
-    return Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, flags).seq_ack(seq, 501).checksum();
-  };
-  const Bytes syn = Packet().ipv4("10.8.0.1", "10.9.0.1").tcp(40000, 443, 0x02).seq_ack(100, 0).checksum().frame();
-  const Bytes synack = Packet().ipv4("10.9.0.1", "10.8.0.1").tcp(443, 40000, 0x12).seq_ack(500, 101).checksum().frame();
-  const Bytes fake = c2s(0x18, 101).payload(tls_client_hello("fine.example")).frame();
-  const Bytes real = c2s(0x18, 101).payload(tls_client_hello("blocked.example")).frame();
+  const Insertion k;
+  const Bytes &syn = k.syn, &synack = k.synack, &fake = k.fake, &real = k.real;
   for (const bool low_ttl : {true, false}) {
     SCOPED_TRACE(low_ttl ? "a fragment with TTL 2" : "a fragment to another MAC");
     std::vector<Bytes> fr = frag4(fake, cuts(l4_bytes4(fake), {64}));
