@@ -131,9 +131,8 @@ static_assert(alignof(FlowEntry) == 64);
 // reassembly slot and sequence number of a flow whose first flight is
 // inspected, how its first client segment read arrived and its timestamp
 // floor, and the first and the latest name its inspection read), zeroed
-// with its entry. A bucket's
-// eight take six lines beside its entries, so a passing flow's packets never
-// load them.
+// with its entry. A bucket's eight take six lines beside its entries, so a
+// passing flow's packets never load them.
 struct FlowCold {
   uint32_t stream[2];
   uint64_t name[2][2];
