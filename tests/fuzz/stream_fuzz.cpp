@@ -6,13 +6,16 @@
 // Input: byte 0 options (bits 0-1: the server port, 80 / 443 / 53 / 8000;
 // bit 2: swap each odd segment with the one before it; bit 3: the flow is
 // picked up mid-stream instead of opened by a SYN-ACK; bit 4: a server
-// segment is sent between client segments), byte 1 the number C of cut
+// segment is sent between client segments; bit 6: one client segment, chosen
+// by the cut count, arrives with another TTL), byte 1 the number C of cut
 // points, then C cut points of 16 bits, then the stream (at most 4096 bytes).
 //
 // Checked (abort on violation), for flows whose opening was seen, when
-// neither run overflowed: the same messages in the same order. Mid-stream
-// flows take each segment as a possible message start, so there only the
-// memory safety and the bounds are checked.
+// neither run overflowed: the same messages in the same order. With a
+// segment that arrives otherwise (a conflict: StreamRef::arrival), the
+// messages given are a prefix of the whole stream's: a conflict only ever
+// stops them. Mid-stream flows take each segment as a possible message
+// start, so there only the memory safety and the bounds are checked.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -46,7 +49,7 @@ struct Piece {
 };
 
 Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces, uint16_t port, bool midstream,
-         bool server_noise, bool synacks = false) {
+         bool server_noise, bool synacks = false, std::size_t odd_one = SIZE_MAX) {
   // A slot budget above any stream here and an out-of-order window above any
   // swap: only message limits can overflow, never the pool.
   auto pool = Pool::create({.slots = 2, .slot_bytes = 8192, .max_pending = 4});
@@ -60,12 +63,14 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
   stream_open(ref, midstream ? 0x10 : 0x12, 5000, kIsn + 1, /*sender_is_initiator=*/false);
   Run r;
   static const uint8_t kServer[] = "GET / HTTP/1.1\r\nHost: server.example\r\n\r\n";
-  for (const Piece& p : pieces) {
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& p = pieces[k];
     if (server_noise) {
-      const Segment s{5001, kServer, sizeof kServer - 1, /*forward=*/false, port, 40000};
+      // (its TTL differs from the client's: the server's segments are never compared)
+      const Segment s{5001, kServer, sizeof kServer - 1, /*forward=*/false, port, 40000, {.ttl = 1}};
       const Step st = insp.segment(ref, s, 0, &sink, &r);
       check(st != Step::kMessages || midstream);  // the server's bytes are messages only while the client is unknown
-      r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit; no copy differs here)
+      r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit, or the segment that arrives otherwise)
     }
     if (synacks) {  // a retransmitted SYN-ACK before every segment agrees (or opens a mid-stream flow)
       const auto a = insp.syn_ack(ref, 5000, kIsn + 1, /*sender_is_initiator=*/false, /*from_handshake=*/!midstream,
@@ -79,9 +84,9 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
     // 6-byte mid-stream segment was once read past).
     const std::unique_ptr<uint8_t[]> own(new uint8_t[std::max<uint32_t>(p.len, 1)]);
     std::memcpy(own.get(), stream + p.off, p.len);
-    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port};
+    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port, {.ttl = uint8_t(k == odd_one ? 9 : 64)}};
     const Step st = insp.segment(ref, s, 0, &sink, &r);
-    r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit; no copy differs here)
+    r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit, or the segment that arrives otherwise)
   }
   insp.close(ref);
   check(handle == 0 && pool->free_slots() == 2);
@@ -100,7 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (n == 0) return 0;
   static const uint16_t kPorts[] = {80, 443, 53, 8000};
   const uint16_t port = kPorts[opt & 3];
-  const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0, synacks = (opt & 32) != 0;
+  const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0, synacks = (opt & 32) != 0,
+             odd = (opt & 64) != 0;
 
   std::vector<uint32_t> at;
   for (std::size_t i = 0; i < cuts; ++i) {
@@ -120,7 +126,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     for (std::size_t i = 1; i < pieces.size(); i += 2) std::swap(pieces[i - 1], pieces[i]);
 
   const Run whole = feed(stream, n, {{0, static_cast<uint32_t>(n)}}, port, midstream, false);
-  const Run cut = feed(stream, n, pieces, port, midstream, noise, synacks);
+  const Run cut = feed(stream, n, pieces, port, midstream, noise, synacks, odd ? cuts % pieces.size() : SIZE_MAX);
   if (!midstream && !whole.overflow && !cut.overflow) check(whole.messages == cut.messages);
+  if (!midstream && !whole.overflow && odd)  // a conflict stops messages, never changes them
+    check(cut.messages.size() <= whole.messages.size() &&
+          std::equal(cut.messages.begin(), cut.messages.end(), whole.messages.begin()));
   return 0;
 }
