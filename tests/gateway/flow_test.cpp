@@ -1048,6 +1048,23 @@ TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) 
     EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {fine}));
     EXPECT_EQ(st["reassembly"]["conflicts"], 0);
   }
+  {  // IPv6: a fake whose hop limit runs out, and one with a destination
+     // option its server discards (type 0x9e: "discard if unrecognized")
+    auto c6 = [](uint8_t flags, uint32_t seq, uint32_t ack) {
+      return Packet().ipv6("2001:db8:8::1", "2001:db8:9::1").tcp(40000, 443, flags).seq_ack(seq, ack);
+    };
+    const std::vector<Bytes> hs6 = {c6(0x02, 100, 0).frame(),
+                                    Packet().ipv6("2001:db8:9::1", "2001:db8:8::1").tcp(443, 40000, 0x12).seq_ack(500, 101).frame(),
+                                    c6(0x10, 101, 501).frame()};
+    const Bytes real6 = c6(0x18, 101, 501).payload(real).frame();
+    Bytes dst_opt = c6(0x18, 101, 501).ipv6_ext(60).payload(fake).frame();
+    dst_opt[14 + 40 + 2] = 0x9e;  // the destination options header's first option type (the builder pads with zeros)
+    for (const Bytes& bad6 : {c6(0x18, 101, 501).ttl(2).payload(fake).frame(), dst_opt}) {
+      const auto st = replay(cat(hs6, {bad6, real6}), rules, {"--pps", "50"});
+      EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{real6}));
+      EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+    }
+  }
   {  // the real one first is judged and blocks as always
     const auto st = replay(cat(k.handshake(), {good, fakes[0].second}), rules, {"--pps", "50"});
     EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{good, fakes[0].second}));
