@@ -6,15 +6,16 @@
 // Input: byte 0 options (bits 0-1: the server port, 80 / 443 / 53 / 8000;
 // bit 2: swap each odd segment with the one before it; bit 3: the flow is
 // picked up mid-stream instead of opened by a SYN-ACK; bit 4: a server
-// segment is sent between client segments; bit 6: one client segment, chosen
-// by the cut count, arrives with another TTL), byte 1 the number C of cut
+// segment is sent between client segments, acknowledging the client's bytes
+// before the next one, from a side that varies; bit 6: one client segment,
+// chosen by the cut count, arrives with another TTL), byte 1 the number C of cut
 // points, then C cut points of 16 bits, then the stream (at most 4096 bytes).
 //
 // Checked (abort on violation), for flows whose opening was seen, when
 // neither run overflowed: the same messages in the same order. With a
 // segment that arrives otherwise (a conflict: StreamRef::arrival), the
 // messages given are a prefix of the whole stream's: a conflict only ever
-// stops them. Mid-stream flows take each segment as a possible message
+// stops them. Once a flow's reading is over, no later segment gives messages. Mid-stream flows take each segment as a possible message
 // start, so there only the memory safety and the bounds are checked.
 #include <algorithm>
 #include <cstdint>
@@ -62,13 +63,27 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
   constexpr uint32_t kIsn = 0xffffff00u;
   stream_open(ref, midstream ? 0x10 : 0x12, 5000, kIsn + 1, /*sender_is_initiator=*/false);
   Run r;
+  // Once reading is over (done, settling, dropped) it stays over: no segment
+  // gives messages again. (kMessages and kOverflow may end it too: then no
+  // protocol is left.)
+  bool over = false;
+  auto stays_over = [&](Step st) {
+    check(!over || st == Step::kDone || st == Step::kConflict || st == Step::kDropped);
+    over = over || st == Step::kDone || st == Step::kConflict || st == Step::kDropped || st == Step::kOverflow ||
+           (st == Step::kMessages && stream_app(ref) == App::kUnknown);
+  };
   static const uint8_t kServer[] = "GET / HTTP/1.1\r\nHost: server.example\r\n\r\n";
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     const Piece& p = pieces[k];
     if (server_noise) {
-      // (its TTL differs from the client's: the server's segments are never compared)
-      const Segment s{5001, kServer, sizeof kServer - 1, /*forward=*/false, port, 40000, {.ttl = 1}};
+      // (its TTL differs from the client's: the server's segments are never
+      // compared). It acknowledges the client's bytes up to this piece's
+      // start, from one of the sides (also a side the caller never gives):
+      // it may end a settling flow's settling, or not.
+      const Segment s{5001, kServer, sizeof kServer - 1, /*forward=*/false, port, 40000, {.ttl = 1},
+                      kIsn + 1 + p.off, static_cast<uint8_t>(k & 3)};
       const Step st = insp.segment(ref, s, 0, &sink, &r);
+      stays_over(st);
       check(st != Step::kMessages || midstream);  // the server's bytes are messages only while the client is unknown
       r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit, or the segment that arrives otherwise)
     }
@@ -84,8 +99,10 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
     // 6-byte mid-stream segment was once read past).
     const std::unique_ptr<uint8_t[]> own(new uint8_t[std::max<uint32_t>(p.len, 1)]);
     std::memcpy(own.get(), stream + p.off, p.len);
-    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port, {.ttl = uint8_t(k == odd_one ? 9 : 64)}};
+    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port, {.ttl = uint8_t(k == odd_one ? 9 : 64)},
+                    5001, kSideA};
     const Step st = insp.segment(ref, s, 0, &sink, &r);
+    stays_over(st);
     r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit, or the segment that arrives otherwise)
   }
   insp.close(ref);

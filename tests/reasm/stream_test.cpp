@@ -46,10 +46,26 @@ struct Harness {
   }
   // A segment of the stream `s` at offset `off` from the client's first byte.
   Step client(Flow& f, const std::string& s, std::size_t off, std::size_t len, bool forward = true,
-              uint16_t sport = 40000, uint16_t dport = 80, Arrival how = {}) {
+              uint16_t sport = 40000, uint16_t dport = 80, Arrival how = {}, uint8_t side = kSideUnknown) {
     Segment seg{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
-                static_cast<uint32_t>(len), forward, sport, dport, how};
+                static_cast<uint32_t>(len), forward, sport, dport, how, 777 + 1, side};
     return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
+  }
+  // A server segment (one byte) acknowledging client byte `ack`, coming in
+  // from `side`.
+  Step server(Flow& f, uint32_t ack, uint8_t side = kSideUnknown) {
+    static const uint8_t byte = 'S';
+    const Segment seg{777, &byte, 1, /*forward=*/false, 80, 40000, {}, ack, side};
+    return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
+  }
+  // Reading is over and the flow settles: it wants both directions until a
+  // server segment acknowledges all `upto` client bytes read (not one
+  // fewer), and then nothing.
+  bool settles(Flow& f, std::size_t upto) {
+    if (!stream_wants(f.ref(), true) || !stream_wants(f.ref(), false)) return false;
+    if (server(f, kIsn + static_cast<uint32_t>(upto)) != Step::kDone || !stream_wants(f.ref(), true)) return false;
+    if (server(f, kIsn + 1 + static_cast<uint32_t>(upto)) != Step::kDone) return false;
+    return !stream_wants(f.ref(), true) && !stream_wants(f.ref(), false);
   }
   // The same, arriving with `ttl` and option marks `options`.
   Step arriving(Flow& f, const std::string& s, uint8_t ttl, uint8_t options = 0, bool forward = true) {
@@ -169,7 +185,7 @@ TEST(Stream, ABodyTooLongToFollowEndsInspectionAfterItsHead) {
     const std::string s = post + std::string(41, 'x') + kBlocked;
     EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kMessages);
     EXPECT_EQ(h.got, (std::vector<std::string>{post}));
-    EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_TRUE(h.settles(f, s.size()));
   }
   Harness h;  // 2^30 bytes in all is still followed
   Flow f = opened();
@@ -264,7 +280,7 @@ TEST(Stream, MidStreamSegmentsThatStartNoMessageEndInspectionAfterThree) {
   EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kSkip);
   EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kSkip);
   EXPECT_EQ(h.client(f, body, 0, body.size()), Step::kDone);
-  EXPECT_FALSE(stream_wants(f.ref(), true));
+  EXPECT_TRUE(h.settles(f, body.size()));
   EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size()), Step::kDone);
   EXPECT_TRUE(h.got.empty());
 }
@@ -315,7 +331,7 @@ TEST(Stream, ALaterSynAckOpensAMidStreamFlowAndMustAgreeWithAHandshake) {
     stream_open(f.ref(), kAck, 5, 6, true);
     const std::string junk = "\x7f\x00\x01 not a request line\r\n";
     for (int i = 0; i < 3; ++i) h.client(f, junk, 0, junk.size());
-    EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_TRUE(h.settles(f, junk.size()));
     EXPECT_EQ(h.insp.syn_ack(f.ref(), 777, kIsn + 1, false, /*from_handshake=*/false, 80, 40000), Answer::kOpened);
     EXPECT_TRUE(stream_client_known(f.ref()));
     EXPECT_FALSE(stream_wants(f.ref(), false));
@@ -357,7 +373,7 @@ TEST(Stream, AFlowThatSpeaksSomethingElseIsDone) {
   Flow f = opened();
   const std::string ssh = "SSH-2.0-OpenSSH_9.2\r\n";  // no method token + space: not HTTP
   EXPECT_EQ(h.client(f, ssh, 0, ssh.size(), true, 40000, 22), Step::kDone);
-  EXPECT_FALSE(stream_wants(f.ref(), true));
+  EXPECT_TRUE(h.settles(f, ssh.size()));
 }
 
 TEST(Stream, ClientHelloSplitOverSegmentsAndRecordsIsOneRecord) {
@@ -386,7 +402,7 @@ TEST(Stream, ClientHelloSplitOverSegmentsAndRecordsIsOneRecord) {
       EXPECT_EQ(h.pool->free_slots(), 4u);
       const std::string flight("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x02zz", 13);
       EXPECT_EQ(h.client(f, s + flight, s.size(), flight.size(), true, 40000, 443), Step::kDone);
-      EXPECT_FALSE(stream_wants(f.ref(), true));
+      EXPECT_TRUE(h.settles(f, s.size() + flight.size()));
       EXPECT_EQ(h.got.size(), 1u);
     }
   }
@@ -422,7 +438,7 @@ TEST(Stream, ASecondClientHelloAfterAHelloRetryRequestIsJudged) {
     EXPECT_EQ(h.got[1].substr(5), std::string(hs.begin(), hs.end()));
     // After the second ClientHello inspection is over (one retry per
     // connection), and no slot is held.
-    EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_TRUE(h.settles(f, s.size()));
     EXPECT_EQ(h.pool->free_slots(), 4u);
   }
   // An empty handshake record before the second ClientHello is stepped
@@ -467,7 +483,7 @@ TEST(Stream, ASecondClientHelloAfterAHelloRetryRequestIsJudged) {
     const std::string early = a + std::string("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x02zz", 13);
     EXPECT_EQ(h.client(f, early, 0, early.size(), true, 40000, 443), Step::kMessages);
     EXPECT_EQ(h.got.size(), 1u);
-    EXPECT_FALSE(stream_wants(f.ref(), true));
+    EXPECT_TRUE(h.settles(f, early.size()));
   }
 }
 
@@ -571,7 +587,7 @@ TEST(Stream, NoFreeSlotIsAnOverflow) {
   EXPECT_EQ(h.client(a, kBlocked, 0, 10), Step::kSkip);   // takes the only slot
   EXPECT_EQ(h.client(b, kBlocked, 0, 10), Step::kOverflow);
   EXPECT_EQ(h.insp.counters().overflow, 1u);
-  EXPECT_FALSE(stream_wants(b.ref(), true));  // inspection over, as pass
+  EXPECT_TRUE(stream_wants(b.ref(), false));  // inspection over, as pass: it settles
   stream_drop_all(b.ref());                    // inspect_overflow = "drop"
   EXPECT_TRUE(stream_wants(b.ref(), false));
   EXPECT_EQ(h.client(b, kGet, 0, kGet.size()), Step::kDropped);
@@ -727,6 +743,85 @@ TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
                     static_cast<uint32_t>(kBlocked.size()), true, 40000, 80, {.ttl = 64}};
     EXPECT_EQ(h.insp.segment(r, a, 0, &Harness::sink, &h), Step::kMessages);
     EXPECT_EQ(h.insp.segment(r, b, 0, &Harness::sink, &h), Step::kMessages);
+  }
+}
+
+// A fake that ends the inspection itself: bytes that are no request at the
+// stream's known start, or a request and bytes that are none, in a copy its
+// server never takes (a TTL that runs out). It was read, the inspection
+// ended, and the real request behind it passed unread as a retransmission.
+// Now the flow settles until its server acknowledges every byte read: a
+// client copy of those bytes must arrive as the first one read did.
+TEST(Stream, AFakeThatEndsTheInspectionCannotPassTheRealBytesBehindIt) {
+  Harness h;
+  const std::string junk = "\x7f\x01 not a request line\r\n";
+  const Arrival fake{.ttl = 3}, real{.ttl = 64};
+  for (const std::string& first : {junk, kGet + junk}) {
+    SCOPED_TRACE(first.size());
+    Flow f = opened();
+    const std::size_t given = h.got.size();
+    EXPECT_NE(h.client(f, first, 0, first.size(), true, 40000, 80, fake), Step::kSkip);
+    EXPECT_TRUE(stream_wants(f.ref(), true));   // over, and settling
+    EXPECT_TRUE(stream_wants(f.ref(), false));
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real), Step::kConflict);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real), Step::kDropped);
+    EXPECT_EQ(h.got.size(), given + (first == junk ? 0 : 1));  // the blocked request never read
+  }
+  EXPECT_EQ(h.insp.counters().conflicts, 2u);
+  {  // the client's own copies, and its new bytes, pass; so does a copy that
+     // starts at the end read, whatever its arrival
+    Flow f = opened();
+    const std::string both = kGet + junk + kBlocked;
+    const std::size_t end = kGet.size() + junk.size();
+    EXPECT_EQ(h.client(f, both, 0, end, true, 40000, 80, real), Step::kMessages);
+    EXPECT_EQ(h.client(f, both, 0, end, true, 40000, 80, real), Step::kDone);         // a retransmission
+    EXPECT_EQ(h.client(f, both, end - 1, 2, true, 40000, 80, real), Step::kDone);     // across the end
+    EXPECT_EQ(h.client(f, both, end - 1, 2, true, 40000, 80, fake), Step::kConflict);  // the same, otherwise
+    Flow g = opened();
+    EXPECT_EQ(h.client(g, both, 0, end, true, 40000, 80, real), Step::kMessages);
+    EXPECT_EQ(h.client(g, both, end, kBlocked.size(), true, 40000, 80, fake), Step::kDone);
+  }
+  {  // a fake in two segments, its second first (held): what was read ends
+     // with the held bytes, past the segment that ended the reading
+    Flow f = opened();
+    const std::string two = junk + kGet;
+    EXPECT_EQ(h.client(f, two, 10, two.size() - 10, true, 40000, 80, fake), Step::kSkip);
+    EXPECT_EQ(h.client(f, two, 0, 10, true, 40000, 80, fake), Step::kDone);
+    EXPECT_EQ(h.client(f, kBlocked, 10, kBlocked.size() - 10, true, 40000, 80, real), Step::kConflict);
+  }
+  {  // a copy whose timestamp is older than the floor (PAWS) is a conflict too
+    constexpr uint8_t kTs = 0x04;
+    Flow f = opened();
+    stream_timestamp_floor(f.ref(), 1000);
+    const Arrival ts{.ttl = 64, .options = kTs, .timestamp = true, .tsval = 1000};
+    const Arrival old{.ttl = 64, .options = kTs, .timestamp = true, .tsval = 1000u - 600000u};
+    EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, ts), Step::kDone);
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, old), Step::kConflict);
+  }
+  {  // the server's acknowledgement of every byte read settles the flow: a
+     // copy after it is one the server discards (it holds those bytes)
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, fake), Step::kDone);
+    EXPECT_EQ(h.server(f, kIsn + static_cast<uint32_t>(junk.size())), Step::kDone);  // one byte short
+    EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real), Step::kConflict);
+    Flow g = opened();
+    EXPECT_EQ(h.client(g, junk, 0, junk.size(), true, 40000, 80, real), Step::kDone);
+    EXPECT_EQ(h.server(g, kIsn + 1 + static_cast<uint32_t>(junk.size())), Step::kDone);
+    EXPECT_FALSE(stream_wants(g.ref(), true));
+    EXPECT_EQ(h.client(g, kBlocked, 0, kBlocked.size(), true, 40000, 80, fake), Step::kDone);
+  }
+  {  // with sides known, only an acknowledgement from the server's side
+     // counts: a client forging its server's from its own is ignored
+    const uint32_t all = kIsn + 1 + static_cast<uint32_t>(junk.size());
+    for (const uint8_t ack_side : {kSideA, kSideUnknown, kSideB}) {
+      SCOPED_TRACE(int{ack_side});
+      Flow f = opened();
+      EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, fake, kSideA), Step::kDone);
+      EXPECT_EQ(h.server(f, all, ack_side), Step::kDone);
+      EXPECT_EQ(stream_wants(f.ref(), true), ack_side != kSideB);
+      EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real, kSideA),
+                ack_side == kSideB ? Step::kDone : Step::kConflict);
+    }
   }
 }
 

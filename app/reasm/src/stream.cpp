@@ -17,6 +17,12 @@ constexpr uint8_t kNextKnown = 0x08;   // `next` is where a client message start
 constexpr uint8_t kClientKnown = 0x10;
 constexpr uint8_t kClientRev = 0x20;   // the client is the flow's responder
 constexpr uint8_t kTriesShift = 6;     // 2 bits: segments that started no message
+constexpr uint8_t kTriesMask = 3u << kTriesShift;
+// In kPhaseDone, kSettling marks a flow that settles (StreamInspector::
+// segment()): `next` is the end of the client bytes read, and the tries bits
+// the side (Segment::side) the client's segment that ended the reading came
+// in from.
+constexpr uint8_t kSettling = kNextKnown;
 constexpr uint8_t kMaxTries = 3;
 constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
@@ -117,7 +123,7 @@ bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {
 bool stream_wants(uint8_t bits, bool forward) noexcept {
   const uint8_t ph = bits & kPhaseMask;
   if (ph == kPhaseDropped) return true;
-  if (ph == kPhaseDone) return false;
+  if (ph == kPhaseDone) return (bits & kSettling) != 0;  // both sides: the client's copies, the server's ACK
   if ((bits & kClientKnown) == 0) return true;
   return forward == ((bits & kClientRev) == 0);
 }
@@ -411,8 +417,51 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
 Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept {
   const uint8_t ph = phase(s);
   if (ph == kPhaseDropped) return Step::kDropped;
-  if (ph == kPhaseDone) return Step::kDone;
+  if (ph == kPhaseDone) return settle(s, seg);
   if (seg.len == 0) return Step::kSkip;
+  uint32_t end = seg.seq + seg.len;
+  const Step r = read(s, seg, now, sink, ctx, &end);
+  if (phase(s) == kPhaseDone) {
+    s.bits = static_cast<uint8_t>(s.bits & ~(kSettling | kTriesMask));
+    // Reading ended on a client segment: the flow settles until its server
+    // has acknowledged every byte read (segment()'s comment;
+    // docs/reassembly.md, "A fake that ends the inspection").
+    if ((s.bits & kClientKnown) != 0 && seg.forward == ((s.bits & kClientRev) == 0)) {
+      s.next = end;
+      s.bits = static_cast<uint8_t>(s.bits | kSettling | (seg.side & 3u) << kTriesShift);
+    }
+  }
+  return r;
+}
+
+// A segment of a flow whose reading is over: kDone, unless it settles and
+// the segment is a client copy of bytes read that arrives otherwise than the
+// first one read (kConflict: its data is dropped from here on). A server
+// segment acknowledging every byte read, from another side than the
+// client's, ends the settling.
+Step StreamInspector::settle(StreamRef s, const Segment& seg) noexcept {
+  if ((s.bits & kSettling) == 0 || seg.len == 0) return Step::kDone;
+  if (seg.forward != ((s.bits & kClientRev) == 0)) {  // the server's
+    const auto client_side = static_cast<uint8_t>((s.bits & kTriesMask) >> kTriesShift);
+    const bool other_side = client_side == kSideUnknown || (seg.side != kSideUnknown && seg.side != client_side);
+    if (other_side && seq_diff(seg.ack, s.next) >= 0) s.bits = static_cast<uint8_t>(s.bits & ~(kSettling | kTriesMask));
+    return Step::kDone;
+  }
+  // A copy that starts before the end read holds bytes the server may not
+  // have taken from the copy read; one that starts at or after it is new.
+  if (seq_diff(seg.seq, s.next) < 0 && !same_arrival(s, seg.how)) {
+    ++c_.conflicts;
+    set_phase(s, kPhaseDropped);
+    return Step::kConflict;
+  }
+  return Step::kDone;
+}
+
+// segment() while the flow's messages are read; *end: raised to the end of
+// the client bytes held for a message (beyond this segment's when a held
+// gap was filled).
+Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx,
+                           uint32_t* end) noexcept {
   if ((s.bits & kClientKnown) == 0 && !decide_client(s, seg)) return phase(s) == kPhaseDone ? Step::kDone : Step::kSkip;
   const bool client_forward = (s.bits & kClientRev) == 0;
   if (seg.forward != client_forward) return Step::kSkip;  // the server's bytes are never parsed
@@ -453,6 +502,7 @@ Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sin
     s.handle = 0;
     return overflow(s);
   }
+  if (seq_diff(pool_->next_seq(s.handle), *end) > 0) *end = pool_->next_seq(s.handle);
   if (a == Append::kConflict) {
     // Two different copies of the same bytes: which one the server reads is
     // unknowable (the first may never reach it), and whatever was judged may

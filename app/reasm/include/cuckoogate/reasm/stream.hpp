@@ -25,7 +25,9 @@ enum class App : uint8_t { kUnknown = 0, kTls = 1, kHttp = 2, kDns = 3 };
 // phase (3 bits: app, HTTP chunked body, TLS after a ClientHello, done,
 // dropped), next known, client known, client is the responder, tries (2
 // bits; once a message was given, 3 marks a TLS connection's second
-// ClientHello).
+// ClientHello). Once done, next known marks a flow that settles (`next`:
+// the end of the client bytes read; tries: the side they came in from).
+// See StreamInspector::segment().
 struct StreamRef {
   uint32_t& handle;  // the Pool slot holding an unfinished message, 0: none
   uint32_t& next;    // sequence number where the client's next message starts (if known)
@@ -80,6 +82,11 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 // caller opens such a flow as picked up mid-stream.
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept;
 
+// Segment::side: the caller cannot tell which side of the gateway a packet
+// came in from (a replayed capture, a one-armed port), or it came in from
+// this one or the other (kSideA, kSideB: a port pair's two ports).
+inline constexpr uint8_t kSideUnknown = 0, kSideA = 2, kSideB = 3;
+
 // One TCP segment of the flow with payload.
 struct Segment {
   uint32_t seq = 0;
@@ -88,6 +95,8 @@ struct Segment {
   bool forward = true;       // sent by the flow's initiator
   uint16_t sport = 0, dport = 0;
   Arrival how{};
+  uint32_t ack = 0;          // its acknowledgement number (the caller gives only segments with ACK)
+  uint8_t side = kSideUnknown;  // where it came in (kSideA/kSideB), if the caller can tell
 };
 
 enum class Step : uint8_t {
@@ -109,7 +118,8 @@ enum class Step : uint8_t {
 };
 
 // Does a segment of this flow in this direction need segment()? False once
-// inspection is over, and for the server's direction once the client is known.
+// inspection is over and settled (segment()), and for the server's direction
+// once the client is known, until inspection is over.
 bool stream_wants(const StreamRef& s, bool forward) noexcept;
 // The same from StreamRef::bits alone (all the answer depends on), for a
 // caller that keeps handle and next in a line it would rather not load.
@@ -154,8 +164,18 @@ class StreamInspector {
   // cannot pass the real one off as a retransmission of bytes already
   // judged, nor the other way round. The price: a client whose path changes
   // while its stream is inspected (the life of an HTTP keep-alive
-  // connection) has its data dropped from then on. Not closed: a fake that
-  // ends the inspection itself (docs/reassembly.md).
+  // connection) has its data dropped from then on.
+  // When reading ends (kDone, or kMessages and then done, or kOverflow),
+  // the flow **settles** until its server acknowledges every client byte
+  // read: a client segment that carries bytes before that end must still
+  // arrive as the first one read (else kConflict), so a fake that ends the
+  // inspection itself (junk at a known start, a ClientHello and another
+  // record) cannot pass the real bytes behind it off as retransmissions.
+  // Only a server segment with payload acknowledging the end settles it, and
+  // with Segment::side known, only one from the other side than the
+  // client's segment that ended the reading (a client forging its server's
+  // ACK sends it from its own side). Meanwhile stream_wants() is true for
+  // both directions; every segment returns kDone unless a conflict.
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and
@@ -187,6 +207,8 @@ class StreamInspector {
   const StreamCounters& counters() const noexcept { return c_; }
 
  private:
+  Step read(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx, uint32_t* end) noexcept;
+  Step settle(StreamRef s, const Segment& seg) noexcept;
   bool decide_client(StreamRef s, const Segment& seg) noexcept;
   Step frame_messages(StreamRef s, const uint8_t* p, std::size_t n, uint32_t seq, bool held, uint16_t dport,
                       uint64_t now, Sink sink, void* ctx, unsigned* given) noexcept;
