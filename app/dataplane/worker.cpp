@@ -289,6 +289,14 @@ Worker::~Worker() {
   rte_mempool_free(reply_pool_);
 }
 
+// Which side of the gateway a link's packets come in from, when its config
+// says ports tell (run: a port pair's two ports), for the stream inspector's
+// settling (reasm::Segment::side): the pair's lower port is side A.
+uint8_t Worker::side_of(const QueueLink& q) const {
+  if (!cfg_.port_sides || q.rx_port == q.tx_port) return reasm::kSideUnknown;
+  return q.rx_port < q.tx_port ? reasm::kSideA : reasm::kSideB;
+}
+
 flow::FlowStats Worker::flow_stats() const {
   return flows_ != nullptr ? flows_->stats() : flow::FlowStats{};
 }
@@ -603,7 +611,9 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                             .options = o.marks,
                             .timestamp = (o.marks & kTcpMarkTimestamps) != 0,
                             .tsval = o.tsval,
-                            .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)}};
+                            .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)},
+                           m.tcp_ack,
+                           side_};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
@@ -1274,6 +1284,7 @@ uint16_t Worker::release_fragments(const QueueLink* q, uint64_t now) {
   FragStage& f = *frag_;
   WorkerStats& st = *cfg_.stats;
   if (q == nullptr) f.expire(now);
+  side_ = q != nullptr ? side_of(*q) : reasm::kSideUnknown;  // (the completing fragment's side)
   for (uint16_t j = 0; j < f.frames(); ++j) {
     rte_mbuf* fm = f.frame(j);
     rte_mbuf* pass[1];
@@ -1355,6 +1366,7 @@ void Worker::loop() {
       if (frag_ != nullptr) frag_->expire(now);  // incomplete datagrams past their timeout
       // IP fragments wait in the stage for the rest of their datagram: the
       // burst keeps the other packets (nw), each passed or dropped.
+      side_ = side_of(q);
       const uint16_t np = process(pkts, n, frag_, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
       const uint16_t nw = np + nd;
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port

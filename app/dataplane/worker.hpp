@@ -114,6 +114,11 @@ struct WorkerConfig {
   // Action for a packet a rule blocks: drop silently, or reject (TCP RSTs,
   // DNS REFUSED, ICMP administratively prohibited; docs/reject.md).
   bool reject = false;
+  // A link's rx port tells which side of the gateway a packet came from (run:
+  // each port of a pair faces one side); false: it does not (replay, whose
+  // capture holds both). Lets the stream inspector refuse a server ACK that
+  // came from the client's side (reasm::Segment::side).
+  bool port_sides = false;
   // Blocklist::slot_actions(): per hit-counter slot, the rule's own action
   // (RuleAction, `action=`), which overrides `reject`. With verify only (a
   // hit has a slot then); nullptr: every rule has the gateway's action.
@@ -167,6 +172,7 @@ class Worker {
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
+  uint8_t side_of(const QueueLink& q) const;
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void flow_name(uint16_t i, uint32_t kinds);
@@ -193,6 +199,7 @@ class Worker {
   bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
   bool server_checksums_trusted_ = false;  // the same for servers' packets (ignore_bad_control)
   uint64_t dcid_seed_ = 0;  // keys dcid_tag() of QUIC flows (inspect_quic)
+  uint8_t side_ = 0;        // side_of() the link being processed (reasm::Segment::side)
 };
 
 }  // namespace cg

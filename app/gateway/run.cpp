@@ -175,6 +175,7 @@ int run_gateway(const RunOptions& o) {
     eo.salvage = o.salvage;
     eo.flows = o.flows.value_or(cfg.flows_per_worker);
     eo.reject = o.reject.value_or(cfg.reject);
+    eo.port_sides = true;  // a pair's two ports face the two sides (a one-armed pair tells none)
     eo.reject_nxdomain = o.reject_nxdomain.value_or(cfg.reject_nxdomain);
     eo.reject_rate = o.reject_rate.value_or(cfg.reject_rate);
     eo.fragments = cfg.fragments;

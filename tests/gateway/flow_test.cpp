@@ -1095,6 +1095,79 @@ TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) 
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
 }
 
+// A fake that ends the inspection itself — a ClientHello and another record
+// behind it, or bytes that are no TLS at the stream's start — in a copy its
+// server never takes (a TTL that runs out behind the gateway) was read, ended
+// the flow's inspection, and the real ClientHello behind it passed unread as
+// a retransmission. Now the flow settles until its server acknowledges the
+// bytes read: the real one arrives otherwise and is a conflict. Once the
+// server has acknowledged them, a later copy is one it discards, and passes.
+TEST_F(Flows, AFakeThatEndsTheInspectionCannotPassTheRealClientHelloBehindIt) {
+  const Conn k;
+  const Bytes fine = tls_client_hello("fine.example"), blocked = tls_client_hello("blocked.example");
+  const std::string app_record("\x17\x03\x03\x00\x01x", 6);
+  std::string hello_and_record(fine.begin(), fine.end());
+  hello_and_record += app_record;
+  const Bytes real = k.c2s(0x18, 101, 501).payload(blocked).frame();
+  const std::string rules = "host blocked.example\n";
+  for (const std::string& fake : {hello_and_record, std::string("\x7f not TLS at all\r\n")}) {
+    SCOPED_TRACE(fake.size());
+    const Bytes bad = k.c2s(0x18, 101, 501).ttl(2).payload(fake).frame();
+    const auto st = replay(cat(k.handshake(), {bad, real}), rules, {"--pps", "50"});
+    EXPECT_EQ(passed(), cat(k.handshake(), {bad}));
+    EXPECT_EQ(dropped(), (std::vector<Bytes>{real}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+  }
+  // A client's own connection: its ClientHello and the record behind it end
+  // the inspection; its server's answer acknowledges them; a copy after that
+  // (another TTL: its path changed) passes.
+  const auto end = 101 + static_cast<uint32_t>(hello_and_record.size());
+  const Bytes own = k.c2s(0x18, 101, 501).payload(hello_and_record).frame();
+  const Bytes answer = k.s2c(0x18, 501, end).payload("server hello").frame();
+  const Bytes again = k.c2s(0x18, 101, 513).ttl(50).payload(hello_and_record).frame();
+  const Bytes more = k.c2s(0x18, end, 513).ttl(50).payload(app_record).frame();
+  const auto st = replay(cat(k.handshake(), {own, answer, again, more}), rules, {"--pps", "50"});
+  EXPECT_EQ(passed(), cat(k.handshake(), {own, answer, again, more}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+}
+
+// A client can forge its server's acknowledgement of the fake's bytes to end
+// the settling (a packet from the server's address, sent from the client's
+// side). `run` knows which side of the gateway each port of a pair faces, so
+// an acknowledgement that came in on the client's port is not believed, and
+// the real ClientHello is still a conflict. `replay` reads both directions
+// from one capture and cannot tell: there the forged one is believed.
+TEST_F(Flows, AServerAcknowledgementFromTheClientsSideDoesNotSettleTheFlow) {
+  const Conn k;
+  const std::string junk("\x7f not TLS at all\r\n");
+  const Bytes bad = k.c2s(0x18, 101, 501).ttl(2).payload(junk).frame();
+  const Bytes forged = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(junk.size())).ttl(2).payload("x").frame();
+  const Bytes real = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const std::vector<Bytes> all = cat(k.handshake(), {bad, forged, real});
+  write_pcap(path("client.pcap"), all);
+  write_pcap(path("empty.pcap"), {});
+  std::ofstream(path("r.rules")) << "host blocked.example\n";
+  const std::string sock = path("ctl.sock");
+  Process gw({GatewayEnv::gateway(), "run", "--workers", "1", "--rules", path("r.rules"), "--ctl", sock, "--",
+              "--no-huge", "--no-pci", "--no-shconf", "-m", "512", "--log-level=lib.eal:error", "--vdev",
+              "net_pcap0,rx_pcap=" + path("client.pcap") + ",tx_pcap=" + path("tx0.pcap"), "--vdev",
+              "net_pcap1,rx_pcap=" + path("empty.pcap") + ",tx_pcap=" + path("tx1.pcap")},
+             path("gw.out"), path("gw.err"));
+  ASSERT_TRUE(wait_for_socket(sock, 30s)) << gw.err();
+  {
+    CtlClient c(sock);
+    const Stats stat{c};
+    ASSERT_TRUE(stat.wait("dropped", 0)) << gw.err();
+    EXPECT_EQ(stat("passed"), all.size() - 1);
+  }
+  gw.signal(SIGTERM);
+  EXPECT_EQ(gw.wait(30s), 0) << gw.err();
+  EXPECT_EQ(read_pcap(path("tx1.pcap")), cat(k.handshake(), {bad, forged}));  // towards the server
+  const auto st = replay(all, "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(passed(), all);
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+}
+
 // A RST, FIN or SYN with a bad checksum moves no flow state: its receiver
 // drops it. A forged close and SYN used to free a passing keep-alive
 // connection's entry; its next segment then started a flow picked up
