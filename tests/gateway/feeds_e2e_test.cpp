@@ -96,7 +96,8 @@ TEST_F(Feeds, AByteOrderMarkBeforeLineOneIsSkipped) {
 // A pipe that delivers slowly: each rule that is ready goes out before
 // cuckoogatectl waits for more, so a gateway whose idle timeout (2 s here) is
 // shorter than the whole load but longer than every pause takes it all; a
-// pipe silent for longer ends with the gateway's own reason, not EPIPE.
+// pipe silent for longer ends with the gateway's own reason, not EPIPE. The
+// same for `load` and for `add --file -`.
 TEST(SlowPipe, RulesGoOutBeforeWaitingAndASilentPipeEndsWithTheGatewaysReason) {
   const std::string dir = GatewayEnv::dir();
   const std::string conf = dir + "/idle2.toml";
@@ -116,6 +117,18 @@ TEST(SlowPipe, RulesGoOutBeforeWaitingAndASilentPipeEndsWithTheGatewaysReason) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("ERR 408 idle timeout"), std::string::npos) << r.err;
   EXPECT_EQ(run({GatewayEnv::ctl(), "-s", sock, "check", "ip 198.51.100.9"}, dir).status, 1);
+  // `add --file -` restores a `list` the same way (one batch of adds).
+  r = run({"/bin/sh", "-c",
+           "(echo 'src 198.51.100.21'; sleep 1; echo 'dst 198.51.100.22 ttl=3600'; sleep 1; "
+           "echo 'src 198.51.100.23 action=reject'; sleep 1; echo 'src 198.51.100.24') | " + ctl + " add --file -"},
+          dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("added 4"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(run({GatewayEnv::ctl(), "-s", sock, "check", "src 198.51.100.24"}, dir).status, 0);
+  r = run({"/bin/sh", "-c", "(sleep 4; echo 'src 198.51.100.29') | " + ctl + " add --file -"}, dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("ERR 408 idle timeout"), std::string::npos) << r.err;
+  EXPECT_EQ(run({GatewayEnv::ctl(), "-s", sock, "check", "src 198.51.100.29"}, dir).status, 1);
   gw->signal(SIGINT);
   EXPECT_EQ(gw->wait(std::chrono::seconds(30)), 0);
   delete gw;
