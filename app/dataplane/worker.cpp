@@ -183,7 +183,10 @@ template <class FirstByte>
 bool inspects(flow::FlowEntry& e, const LaneInfo& m, flow::Dir dir, QuicMode quic, FirstByte first_byte) {
   // A segment with URG set moves the urgent pointer, payload or not (a bare
   // ACK may announce a byte of a later segment): see inspect_stream().
-  if (m.payload_len == 0 && (m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpUrg) == 0)) return false;
+  if (m.payload_len == 0 && (m.proto != kProtoTcp || (m.tcp_flags & flow::kTcpUrg) == 0))
+    // A pure ACK only while its flow settles: the server's may end it
+    // (StreamInspector::segment()).
+    return m.proto == kProtoTcp && reasm::stream_settles(e.inspect) && payload_taken(m.tcp_flags);
   if (m.proto == kProtoUdp) {  // every DNS query, whoever the flow's first packet was; QUIC Initials
     return m.dport == 53 || (m.dport == 443 && quic != QuicMode::kPass &&
                              (e.inspect != kQuicDone || (quic == QuicMode::kInspect && (first_byte() & 0x80) != 0)));
@@ -287,14 +290,6 @@ Worker::~Worker() {
   if (pool_ != nullptr) reasm::Pool::Deleter{}(pool_);
   delete bucket_;
   rte_mempool_free(reply_pool_);
-}
-
-// Which side of the gateway a link's packets come in from, when its config
-// says ports tell (run: a port pair's two ports), for the stream inspector's
-// settling (reasm::Segment::side): the pair's lower port is side A.
-uint8_t Worker::side_of(const QueueLink& q) const {
-  if (!cfg_.port_sides || q.rx_port == q.tx_port) return reasm::kSideUnknown;
-  return q.rx_port < q.tx_port ? reasm::kSideA : reasm::kSideB;
 }
 
 flow::FlowStats Worker::flow_stats() const {
@@ -614,7 +609,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                             .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)},
                            m.tcp_ack,
                            side_};
-  if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward)) {
+  if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward) && !reasm::stream_settles(ref.bits)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
     // reads the bytes as sent, so a name could be spelled past it. TLS, HTTP
@@ -626,7 +621,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
     s.inspect_drop[i] = true;
     return;
   }
-  if (m.payload_len == 0) {  // URG alone, outside a first flight: nothing to read
+  if (m.payload_len == 0 && !reasm::stream_settles(ref.bits)) {  // URG alone, outside a first flight: nothing to read
     classify_meta(frame, m, s.keys[i], frame, 0);
     return;
   }
@@ -1084,8 +1079,8 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: checked and counted already
     } else if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
-    } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0)) {
-      inspect_stream(i, frame, now, kinds);  // notes the names it reads
+    } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0 || inspected)) {
+      inspect_stream(i, frame, now, kinds);  // notes the names it reads (inspected pure ACK: a settling flow's)
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {
       inspect_quic(i, frame, now);
@@ -1284,7 +1279,7 @@ uint16_t Worker::release_fragments(const QueueLink* q, uint64_t now) {
   FragStage& f = *frag_;
   WorkerStats& st = *cfg_.stats;
   if (q == nullptr) f.expire(now);
-  side_ = q != nullptr ? side_of(*q) : reasm::kSideUnknown;  // (the completing fragment's side)
+  side_ = q != nullptr ? q->side : reasm::kSideUnknown;  // (the completing fragment's side)
   for (uint16_t j = 0; j < f.frames(); ++j) {
     rte_mbuf* fm = f.frame(j);
     rte_mbuf* pass[1];
@@ -1366,7 +1361,7 @@ void Worker::loop() {
       if (frag_ != nullptr) frag_->expire(now);  // incomplete datagrams past their timeout
       // IP fragments wait in the stage for the rest of their datagram: the
       // burst keeps the other packets (nw), each passed or dropped.
-      side_ = side_of(q);
+      side_ = q.side;
       const uint16_t np = process(pkts, n, frag_, max_frame_[li], pass, drop, &nd, &nbad, &nbig, now);
       const uint16_t nw = np + nd;
       if ((nbad | nbig) != 0 && cfg_.link_stats != nullptr) {  // rare: warned about per port

@@ -33,6 +33,10 @@ inline constexpr int kDiscardReplies = -2;  // WorkerConfig::reply_port
 struct QueueLink {
   uint16_t rx_port, rx_queue;
   uint16_t tx_port, tx_queue;
+  // Which side of the gateway rx_port faces, for the stream inspector's
+  // settling (reasm::Segment::side): reasm::kSideA for a pair's first port,
+  // kSideB for its second (run); 0 when a port sees both sides (replay).
+  uint8_t side = 0;
 };
 
 // A mode from its word (the config's and the command line's): the one of
@@ -114,11 +118,6 @@ struct WorkerConfig {
   // Action for a packet a rule blocks: drop silently, or reject (TCP RSTs,
   // DNS REFUSED, ICMP administratively prohibited; docs/reject.md).
   bool reject = false;
-  // A link's rx port tells which side of the gateway a packet came from (run:
-  // each port of a pair faces one side); false: it does not (replay, whose
-  // capture holds both). Lets the stream inspector refuse a server ACK that
-  // came from the client's side (reasm::Segment::side).
-  bool port_sides = false;
   // Blocklist::slot_actions(): per hit-counter slot, the rule's own action
   // (RuleAction, `action=`), which overrides `reject`. With verify only (a
   // hit has a slot then); nullptr: every rule has the gateway's action.
@@ -172,7 +171,6 @@ class Worker {
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
-  uint8_t side_of(const QueueLink& q) const;
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void flow_name(uint16_t i, uint32_t kinds);
@@ -199,7 +197,7 @@ class Worker {
   bool checksums_trusted_ = false;      // checksums are verified (ChecksumMode; set in prepare)
   bool server_checksums_trusted_ = false;  // the same for servers' packets (ignore_bad_control)
   uint64_t dcid_seed_ = 0;  // keys dcid_tag() of QUIC flows (inspect_quic)
-  uint8_t side_ = 0;        // side_of() the link being processed (reasm::Segment::side)
+  uint8_t side_ = 0;        // QueueLink::side of the link being processed (reasm::Segment::side)
 };
 
 }  // namespace cg

@@ -340,7 +340,6 @@ bool Engine::start(std::string* err) {
     c.pass_generation = &blocklist_->pass_generation();
     c.slot_removed_at = blocklist_->slot_removed_at();
     c.reject = opts_.reject;
-    c.port_sides = opts_.port_sides;
     // Per-rule actions need the exact set's slots (verify).
     c.rule_actions = opts_.verify ? blocklist_->slot_actions() : nullptr;
     c.reject_opts.dns_rcode = opts_.reject_nxdomain ? reject::DnsRcode::kNxDomain : reject::DnsRcode::kRefused;

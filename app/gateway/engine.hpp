@@ -36,7 +36,6 @@ struct EngineOptions {
   bool inspect_overflow_drop = false;  // inspect_overflow = "drop" (docs/reassembly.md)
   QuicMode quic = QuicMode::kInspect;  // quic = "inspect" | "block" | "pass" (docs/quic.md)
   ChecksumMode checksums = ChecksumMode::kAuto;  // checksums = "auto" | "verify" | "off" (docs/reassembly.md)
-  bool port_sides = false;          // each port faces one side (run's pairs; WorkerConfig::port_sides)
 };
 
 class Engine {

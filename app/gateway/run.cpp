@@ -15,6 +15,7 @@
 
 #include "control/protocol.hpp"
 #include "control/server.hpp"
+#include "cuckoogate/reasm/stream.hpp"
 #include "gateway/config.hpp"
 #include "gateway/eal.hpp"
 #include "gateway/engine.hpp"
@@ -175,7 +176,6 @@ int run_gateway(const RunOptions& o) {
     eo.salvage = o.salvage;
     eo.flows = o.flows.value_or(cfg.flows_per_worker);
     eo.reject = o.reject.value_or(cfg.reject);
-    eo.port_sides = true;  // a pair's two ports face the two sides (a one-armed pair tells none)
     eo.reject_nxdomain = o.reject_nxdomain.value_or(cfg.reject_nxdomain);
     eo.reject_rate = o.reject_rate.value_or(cfg.reject_rate);
     eo.fragments = cfg.fragments;
@@ -246,8 +246,10 @@ int run_gateway(const RunOptions& o) {
     if (rc == 0) {
       for (const auto& [a, b] : pairs) {
         for (uint16_t q = 0; q < queues; ++q) {
-          engine.add_link(q % workers, {a, q, b, q});
-          engine.add_link(q % workers, {b, q, a, q});
+          // The pair's first port faces one side, its second the other
+          // (reasm::Segment::side: docs/reassembly.md, "A fake that ends the inspection").
+          engine.add_link(q % workers, {a, q, b, q, reasm::kSideA});
+          engine.add_link(q % workers, {b, q, a, q, reasm::kSideB});
         }
       }
       if (!engine.start(&err)) {

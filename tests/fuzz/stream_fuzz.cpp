@@ -15,7 +15,9 @@
 // neither run overflowed: the same messages in the same order. With a
 // segment that arrives otherwise (a conflict: StreamRef::arrival), the
 // messages given are a prefix of the whole stream's: a conflict only ever
-// stops them. Once a flow's reading is over, no later segment gives messages. Mid-stream flows take each segment as a possible message
+// stops them. Once a flow's reading is over, no later segment gives messages;
+// while it settles, the odd segment is a conflict if it starts before the
+// end of the segment that ended the reading. Mid-stream flows take each segment as a possible message
 // start, so there only the memory safety and the bounds are checked.
 #include <algorithm>
 #include <cstdint>
@@ -63,6 +65,7 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
   constexpr uint32_t kIsn = 0xffffff00u;
   stream_open(ref, midstream ? 0x10 : 0x12, 5000, kIsn + 1, /*sender_is_initiator=*/false);
   Run r;
+  uint32_t settled_end = 0;  // the end of the client piece whose reading ended in a settling flow
   // Once reading is over (done, settling, dropped) it stays over: no segment
   // gives messages again. (kMessages and kOverflow may end it too: then no
   // protocol is left.)
@@ -101,8 +104,14 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
     std::memcpy(own.get(), stream + p.off, p.len);
     const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port, {.ttl = uint8_t(k == odd_one ? 9 : 64)},
                     5001, kSideA};
+    // A flow settling since a client segment ended its reading (no server
+    // segment acknowledged its bytes: no noise) must take the odd one,
+    // arriving otherwise, as a conflict if it carries any of them again.
+    const bool must_conflict = k == odd_one && !server_noise && stream_settles(bits) && p.off < settled_end;
     const Step st = insp.segment(ref, s, 0, &sink, &r);
+    check(!must_conflict || st == Step::kConflict);
     stays_over(st);
+    if (settled_end == 0 && stream_settles(bits)) settled_end = p.off + p.len;
     r.overflow = r.overflow || st == Step::kOverflow || st == Step::kConflict;  // (kConflict: the message limit, or the segment that arrives otherwise)
   }
   insp.close(ref);

@@ -1126,45 +1126,82 @@ TEST_F(Flows, AFakeThatEndsTheInspectionCannotPassTheRealClientHelloBehindIt) {
   const Bytes answer = k.s2c(0x18, 501, end).payload("server hello").frame();
   const Bytes again = k.c2s(0x18, 101, 513).ttl(50).payload(hello_and_record).frame();
   const Bytes more = k.c2s(0x18, end, 513).ttl(50).payload(app_record).frame();
-  const auto st = replay(cat(k.handshake(), {own, answer, again, more}), rules, {"--pps", "50"});
+  auto st = replay(cat(k.handshake(), {own, answer, again, more}), rules, {"--pps", "50"});
   EXPECT_EQ(passed(), cat(k.handshake(), {own, answer, again, more}));
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  // The server's pure ACK settles it too (an upload's server may send no
+  // data until its end), and the server's urgent data is none of the
+  // client's first flight: neither is dropped.
+  const Bytes bare = k.s2c(0x10, 501, end).frame();
+  const Bytes urgent = k.s2c(0x38, 501, end).urgent(1).payload("!").frame();
+  for (const Bytes& ack : {bare, urgent}) {
+    st = replay(cat(k.handshake(), {own, ack, again, more}), rules, {"--pps", "50"});
+    EXPECT_EQ(passed(), cat(k.handshake(), {own, ack, again, more}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  }
 }
 
 // A client can forge its server's acknowledgement of the fake's bytes to end
 // the settling (a packet from the server's address, sent from the client's
-// side). `run` knows which side of the gateway each port of a pair faces, so
-// an acknowledgement that came in on the client's port is not believed, and
-// the real ClientHello is still a conflict. `replay` reads both directions
-// from one capture and cannot tell: there the forged one is believed.
-TEST_F(Flows, AServerAcknowledgementFromTheClientsSideDoesNotSettleTheFlow) {
+// side; a router would send it back through the gateway from the server's).
+// `run` knows which side of the gateway each port of a pair faces, so a
+// server segment that comes in on the client's port is a forgery: a
+// conflict, and the real ClientHello after it is dropped too. A real server
+// answer comes in on the other port and settles the flow: a later copy
+// passes. (`replay` reads both directions from one capture and cannot tell:
+// there the forged one is believed.) The worker polls the pair's ports in
+// turn, 32 packets at a time: 32 from the client's port, then the server's
+// answer, then the rest of the client's.
+TEST_F(Flows, AServerSegmentFromTheClientsSideIsAForgeryAndOneFromTheServersSettles) {
   const Conn k;
   const std::string junk("\x7f not TLS at all\r\n");
   const Bytes bad = k.c2s(0x18, 101, 501).ttl(2).payload(junk).frame();
   const Bytes forged = k.s2c(0x18, 501, 101 + static_cast<uint32_t>(junk.size())).ttl(2).payload("x").frame();
   const Bytes real = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
-  const std::vector<Bytes> all = cat(k.handshake(), {bad, forged, real});
-  write_pcap(path("client.pcap"), all);
-  write_pcap(path("empty.pcap"), {});
+  // Another connection, whose client and server are honest.
+  auto c2s = [](uint8_t flags, uint32_t seq, uint32_t ack) {
+    return Packet().ipv4("10.8.0.2", "10.9.0.1").tcp(40001, 443, flags).seq_ack(seq, ack);
+  };
+  const Bytes fine = tls_client_hello("fine.example");
+  std::string hello_and_record(fine.begin(), fine.end());
+  hello_and_record += std::string("\x17\x03\x03\x00\x01x", 6);
+  const auto end = 101 + static_cast<uint32_t>(hello_and_record.size());
+  const Bytes own = c2s(0x18, 101, 501).payload(hello_and_record).frame();
+  const Bytes answer = Packet().ipv4("10.9.0.1", "10.8.0.2").tcp(443, 40001, 0x18).seq_ack(501, end).payload("hello").frame();
+  const Bytes again = c2s(0x18, 101, 506).ttl(50).payload(hello_and_record).frame();
+  std::vector<Bytes> first = cat(k.handshake(), {bad, forged, real});
+  for (const Bytes& f : {c2s(0x02, 100, 0).frame(),
+                         Packet().ipv4("10.9.0.1", "10.8.0.2").tcp(443, 40001, 0x12).seq_ack(500, 101).frame(),
+                         c2s(0x10, 101, 501).frame(), own})
+    first.push_back(f);
+  std::vector<Bytes> filler;
+  while (first.size() + filler.size() < 32)
+    filler.push_back(Packet().ipv4("10.8.0.3", "10.9.0.3").udp(5000, static_cast<uint16_t>(6000 + filler.size())).payload("f").frame());
+  write_pcap(path("client.pcap"), cat(cat(first, filler), {again}));
+  write_pcap(path("server.pcap"), {answer});
   std::ofstream(path("r.rules")) << "host blocked.example\n";
   const std::string sock = path("ctl.sock");
   Process gw({GatewayEnv::gateway(), "run", "--workers", "1", "--rules", path("r.rules"), "--ctl", sock, "--",
               "--no-huge", "--no-pci", "--no-shconf", "-m", "512", "--log-level=lib.eal:error", "--vdev",
               "net_pcap0,rx_pcap=" + path("client.pcap") + ",tx_pcap=" + path("tx0.pcap"), "--vdev",
-              "net_pcap1,rx_pcap=" + path("empty.pcap") + ",tx_pcap=" + path("tx1.pcap")},
+              "net_pcap1,rx_pcap=" + path("server.pcap") + ",tx_pcap=" + path("tx1.pcap")},
              path("gw.out"), path("gw.err"));
   ASSERT_TRUE(wait_for_socket(sock, 30s)) << gw.err();
   {
     CtlClient c(sock);
     const Stats stat{c};
-    ASSERT_TRUE(stat.wait("dropped", 0)) << gw.err();
-    EXPECT_EQ(stat("passed"), all.size() - 1);
+    ASSERT_TRUE(stat.wait("passed", 32 - 2)) << gw.err();  // all but the forged one and the real ClientHello
+    EXPECT_EQ(stat("dropped"), 2u);
+    EXPECT_EQ(stat("reassembly.conflicts"), 1u);
   }
   gw.signal(SIGTERM);
   EXPECT_EQ(gw.wait(30s), 0) << gw.err();
-  EXPECT_EQ(read_pcap(path("tx1.pcap")), cat(k.handshake(), {bad, forged}));  // towards the server
-  const auto st = replay(all, "host blocked.example\n", {"--pps", "50"});
-  EXPECT_EQ(passed(), all);
+  std::vector<Bytes> to_server = cat(k.handshake(), {bad});
+  for (std::size_t j = 6; j < first.size(); ++j) to_server.push_back(first[j]);
+  EXPECT_EQ(read_pcap(path("tx1.pcap")), cat(cat(to_server, filler), {again}));
+  EXPECT_EQ(read_pcap(path("tx0.pcap")), (std::vector<Bytes>{answer}));
+  const auto st = replay(cat(k.handshake(), {bad, forged, real}), "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(passed(), cat(k.handshake(), {bad, forged, real}));
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,11 +52,11 @@ struct Harness {
                 static_cast<uint32_t>(len), forward, sport, dport, how, 777 + 1, side};
     return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
   }
-  // A server segment (one byte) acknowledging client byte `ack`, coming in
-  // from `side`.
-  Step server(Flow& f, uint32_t ack, uint8_t side = kSideUnknown) {
+  // A server segment (one byte, or none: a pure ACK) acknowledging client
+  // byte `ack`, coming in from `side`.
+  Step server(Flow& f, uint32_t ack, uint8_t side = kSideUnknown, bool bare = false) {
     static const uint8_t byte = 'S';
-    const Segment seg{777, &byte, 1, /*forward=*/false, 80, 40000, {}, ack, side};
+    const Segment seg{777, &byte, bare ? 0u : 1u, /*forward=*/false, 80, 40000, {}, ack, side};
     return insp.segment(f.ref(), seg, 0, &Harness::sink, this);
   }
   // Reading is over and the flow settles: it wants both directions until a
@@ -587,7 +588,7 @@ TEST(Stream, NoFreeSlotIsAnOverflow) {
   EXPECT_EQ(h.client(a, kBlocked, 0, 10), Step::kSkip);   // takes the only slot
   EXPECT_EQ(h.client(b, kBlocked, 0, 10), Step::kOverflow);
   EXPECT_EQ(h.insp.counters().overflow, 1u);
-  EXPECT_TRUE(stream_wants(b.ref(), false));  // inspection over, as pass: it settles
+  EXPECT_TRUE(stream_settles(b.bits));  // inspection over, as pass: it settles
   stream_drop_all(b.ref());                    // inspect_overflow = "drop"
   EXPECT_TRUE(stream_wants(b.ref(), false));
   EXPECT_EQ(h.client(b, kGet, 0, kGet.size()), Step::kDropped);
@@ -811,17 +812,34 @@ TEST(Stream, AFakeThatEndsTheInspectionCannotPassTheRealBytesBehindIt) {
     EXPECT_EQ(h.client(g, kBlocked, 0, kBlocked.size(), true, 40000, 80, fake), Step::kDone);
   }
   {  // with sides known, only an acknowledgement from the server's side
-     // counts: a client forging its server's from its own is ignored
+     // counts: one from the client's is its forgery, a conflict; one from
+     // no known side is not believed
     const uint32_t all = kIsn + 1 + static_cast<uint32_t>(junk.size());
-    for (const uint8_t ack_side : {kSideA, kSideUnknown, kSideB}) {
-      SCOPED_TRACE(int{ack_side});
-      Flow f = opened();
-      EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, fake, kSideA), Step::kDone);
-      EXPECT_EQ(h.server(f, all, ack_side), Step::kDone);
-      EXPECT_EQ(stream_wants(f.ref(), true), ack_side != kSideB);
-      EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real, kSideA),
-                ack_side == kSideB ? Step::kDone : Step::kConflict);
+    const std::map<uint8_t, std::pair<Step, Step>> want = {
+        {kSideA, {Step::kConflict, Step::kDropped}},
+        {kSideUnknown, {Step::kDone, Step::kConflict}},
+        {kSideB, {Step::kDone, Step::kDone}}};
+    for (const auto& [ack_side, steps] : want) {
+      for (const bool bare : {false, true}) {
+        SCOPED_TRACE(int{ack_side} * 2 + bare);
+        Flow f = opened();
+        EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, fake, kSideA), Step::kDone);
+        EXPECT_EQ(h.server(f, all, ack_side, bare), steps.first);
+        EXPECT_EQ(h.client(f, kBlocked, 0, kBlocked.size(), true, 40000, 80, real, kSideA), steps.second);
+      }
     }
+  }
+  {  // a pure ACK settles the flow as a segment with payload does (an upload's
+     // server sends none until its end), and the client's pure ACKs do nothing
+    Flow f = opened();
+    EXPECT_EQ(h.client(f, junk, 0, junk.size(), true, 40000, 80, real), Step::kDone);
+    EXPECT_EQ(h.client(f, junk, junk.size(), 0, true, 40000, 80, fake), Step::kDone);
+    EXPECT_TRUE(stream_settles(f.bits));
+    EXPECT_EQ(h.server(f, kIsn + static_cast<uint32_t>(junk.size()), kSideUnknown, /*bare=*/true), Step::kDone);
+    EXPECT_TRUE(stream_settles(f.bits));
+    EXPECT_EQ(h.server(f, kIsn + 1 + static_cast<uint32_t>(junk.size()), kSideUnknown, /*bare=*/true), Step::kDone);
+    EXPECT_FALSE(stream_settles(f.bits));
+    EXPECT_FALSE(stream_wants(f.ref(), true));
   }
 }
 

@@ -23,6 +23,7 @@ constexpr uint8_t kTriesMask = 3u << kTriesShift;
 // the side (Segment::side) the client's segment that ended the reading came
 // in from.
 constexpr uint8_t kSettling = kNextKnown;
+static_assert(kStreamSettling == (kPhaseDone | kSettling) && kStreamSettlingMask == (kPhaseMask | kSettling));
 constexpr uint8_t kMaxTries = 3;
 constexpr uint64_t kMaxSkip = uint64_t{1} << 30;  // the longest head + body a stream follows past
 
@@ -436,24 +437,26 @@ Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sin
 
 // A segment of a flow whose reading is over: kDone, unless it settles and
 // the segment is a client copy of bytes read that arrives otherwise than the
-// first one read (kConflict: its data is dropped from here on). A server
-// segment acknowledging every byte read, from another side than the
-// client's, ends the settling.
+// first one read, or a server segment from the client's side (kConflict:
+// the flow's client data is dropped from here on). A server segment
+// acknowledging every byte read ends the settling.
 Step StreamInspector::settle(StreamRef s, const Segment& seg) noexcept {
-  if ((s.bits & kSettling) == 0 || seg.len == 0) return Step::kDone;
+  if ((s.bits & kSettling) == 0) return Step::kDone;
+  auto conflict = [&] {
+    ++c_.conflicts;
+    set_phase(s, kPhaseDropped);
+    return Step::kConflict;
+  };
   if (seg.forward != ((s.bits & kClientRev) == 0)) {  // the server's
     const auto client_side = static_cast<uint8_t>((s.bits & kTriesMask) >> kTriesShift);
-    const bool other_side = client_side == kSideUnknown || (seg.side != kSideUnknown && seg.side != client_side);
-    if (other_side && seq_diff(seg.ack, s.next) >= 0) s.bits = static_cast<uint8_t>(s.bits & ~(kSettling | kTriesMask));
+    if (client_side != kSideUnknown && seg.side == client_side) return conflict();  // forged on the client's side
+    if (client_side != kSideUnknown && seg.side == kSideUnknown) return Step::kDone;  // (not believed)
+    if (seq_diff(seg.ack, s.next) >= 0) s.bits = static_cast<uint8_t>(s.bits & ~(kSettling | kTriesMask));
     return Step::kDone;
   }
   // A copy that starts before the end read holds bytes the server may not
   // have taken from the copy read; one that starts at or after it is new.
-  if (seq_diff(seg.seq, s.next) < 0 && !same_arrival(s, seg.how)) {
-    ++c_.conflicts;
-    set_phase(s, kPhaseDropped);
-    return Step::kConflict;
-  }
+  if (seg.len != 0 && seq_diff(seg.seq, s.next) < 0 && !same_arrival(s, seg.how)) return conflict();
   return Step::kDone;
 }
 

@@ -83,8 +83,8 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept;
 
 // Segment::side: the caller cannot tell which side of the gateway a packet
-// came in from (a replayed capture, a one-armed port), or it came in from
-// this one or the other (kSideA, kSideB: a port pair's two ports).
+// came in from (a replayed capture), or it came in from this one or the
+// other (kSideA, kSideB: a port pair's first and second port).
 inline constexpr uint8_t kSideUnknown = 0, kSideA = 2, kSideB = 3;
 
 // One TCP segment of the flow with payload.
@@ -113,9 +113,17 @@ enum class Step : uint8_t {
               // Also: more than kMaxMessages messages in one step, and a
               // client segment that arrived otherwise than the first one
               // read (StreamRef::arrival).
-  kDone,      // inspection of this flow is over (all its segments: kDone)
+  kDone,      // inspection of this flow is over (all its segments: kDone, but
+              // while it settles a client copy of bytes read may be kConflict)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
 };
+
+// Whether the flow settles (StreamInspector::segment()): its reading is
+// over, and segment() still wants its segments, with or without payload (the
+// server's pure ACKs end the settling). From StreamRef::bits alone, inline:
+// the fast lane asks it of every pure ACK.
+inline constexpr uint8_t kStreamSettlingMask = 0x0f, kStreamSettling = 0x0e;  // phase done, next known
+inline bool stream_settles(uint8_t bits) noexcept { return (bits & kStreamSettlingMask) == kStreamSettling; }
 
 // Does a segment of this flow in this direction need segment()? False once
 // inspection is over and settled (segment()), and for the server's direction
@@ -165,17 +173,19 @@ class StreamInspector {
   // judged, nor the other way round. The price: a client whose path changes
   // while its stream is inspected (the life of an HTTP keep-alive
   // connection) has its data dropped from then on.
-  // When reading ends (kDone, or kMessages and then done, or kOverflow),
-  // the flow **settles** until its server acknowledges every client byte
-  // read: a client segment that carries bytes before that end must still
-  // arrive as the first one read (else kConflict), so a fake that ends the
-  // inspection itself (junk at a known start, a ClientHello and another
-  // record) cannot pass the real bytes behind it off as retransmissions.
-  // Only a server segment with payload acknowledging the end settles it, and
-  // with Segment::side known, only one from the other side than the
-  // client's segment that ended the reading (a client forging its server's
-  // ACK sends it from its own side). Meanwhile stream_wants() is true for
-  // both directions; every segment returns kDone unless a conflict.
+  // When reading ends on a client segment, the client known (kDone, or
+  // kMessages or kOverflow and then done), the flow **settles** until its
+  // server acknowledges every client byte read: a client segment that
+  // carries bytes before that end must still arrive as the first one read
+  // (else kConflict), so a fake that ends the inspection itself (junk at a
+  // known start, a ClientHello and another record) cannot pass the real
+  // bytes behind it off as retransmissions. A server segment (a pure ACK
+  // too: seg.len 0) acknowledging the end settles it. With Segment::side
+  // known, a server segment from the side the client's came in from is a
+  // forgery (a client sending its server's ACK; one that a router sends back
+  // would come in from the other side next) and a conflict. Meanwhile
+  // stream_wants() is true for both directions; every segment returns kDone
+  // unless a conflict.
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and
