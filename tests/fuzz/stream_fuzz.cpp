@@ -15,10 +15,11 @@
 // neither run overflowed: the same messages in the same order. With a
 // segment that arrives otherwise (a conflict: StreamRef::arrival), the
 // messages given are a prefix of the whole stream's: a conflict only ever
-// stops them. Once a flow's reading is over, no later segment gives messages;
-// while it settles, the odd segment is a conflict if it starts before the
-// end of the segment that ended the reading. Mid-stream flows take each segment as a possible message
-// start, so there only the memory safety and the bounds are checked.
+// stops them. Mid-stream flows take each segment as a possible message
+// start, so there only the memory safety and the bounds are checked. For
+// every flow: once its reading is over, no later segment gives messages, and
+// while it settles (no server segment in between), the odd segment is a
+// conflict if it starts before the end of the segment that ended the reading.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -87,7 +87,8 @@ bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept;
 // other (kSideA, kSideB: a port pair's first and second port).
 inline constexpr uint8_t kSideUnknown = 0, kSideA = 2, kSideB = 3;
 
-// One TCP segment of the flow with payload.
+// One TCP segment of the flow with payload (or, while the flow settles, a
+// pure ACK: len 0).
 struct Segment {
   uint32_t seq = 0;
   const uint8_t* p = nullptr;
@@ -112,7 +113,8 @@ enum class Step : uint8_t {
               // of the flow is kDropped (legitimate stacks resend the same bytes).
               // Also: more than kMaxMessages messages in one step, and a
               // client segment that arrived otherwise than the first one
-              // read (StreamRef::arrival).
+              // read (StreamRef::arrival), and, while the flow settles, a
+              // server segment from the client's side (segment()).
   kDone,      // inspection of this flow is over (all its segments: kDone, but
               // while it settles a client copy of bytes read may be kConflict)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
