@@ -109,6 +109,10 @@ constexpr uint8_t kHandshake = 0x08;
 // kNamed: the flow's cold state holds names its inspection read
 // (Worker::flow_name).
 constexpr uint8_t kNamed = 0x10;
+// kServerStart: until a name is kept there (kNamed), the first name slot
+// of the flow's cold state holds the server's first sequence number after
+// its SYN, from the flow's first SYN-ACK (reasm::Segment::server_first).
+constexpr uint8_t kServerStart = 0x20;
 
 // A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
 // state bits in its entry, the reassembly slot and where the next message
@@ -467,6 +471,7 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
       if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) {
         e.flags |= kHandshake;
         timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
+        if ((m.tcp_flags & kSynAck) == kSynAck) server_start(e, m.tcp_seq);
       }
     } else if ((m.tcp_flags & kSynAck) == kSynAck) {
       using Answer = reasm::StreamInspector::Answer;
@@ -474,9 +479,21 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
                                         m.sport, m.dport);
       if (a == Answer::kOpened) e.flags |= kHandshake;
       if (a != Answer::kContradicts) timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);  // raised
+      if (a != Answer::kContradicts && (e.flags & kHandshake) != 0) server_start(e, m.tcp_seq);
       if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
     }
   }
+}
+
+// Keeps the server's first sequence number after its SYN (`syn_ack_seq` +
+// 1) from the flow's first SYN-ACK of a handshake; a later one (a
+// retransmission, or a client's forgery from either side) never moves it, so
+// a forgery can only make its own connection's segments conflicts. Not kept
+// once a name took the slot (kServerStart).
+void Worker::server_start(flow::FlowEntry& e, uint32_t syn_ack_seq) {
+  if ((e.flags & (kServerStart | kNamed)) != 0) return;
+  flows_->cold(e).name[0][0] = uint64_t{syn_ack_seq} + 1;
+  e.flags |= kServerStart;
 }
 
 // The client's timestamp when the SYN or SYN-ACK `m` that opened its
@@ -608,7 +625,9 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                             .tsval = o.tsval,
                             .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)},
                            m.tcp_ack,
-                           side_};
+                           side_,
+                           (r.entry->flags & kServerStart) != 0,
+                           (r.entry->flags & kServerStart) != 0 ? static_cast<uint32_t>(flows_->cold(*r.entry).name[0][0]) : 0};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward) && !reasm::stream_settles(ref.bits)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
@@ -936,9 +955,9 @@ void Worker::remember_name(flow::FlowEntry& e, const Key128& h) {
   // An all-zero slot is empty: XXH3-128 (or a 64-bit filter hash) of a name
   // is zero with probability 2^-128 (2^-64), and the entry's creation zeroed it.
   if ((e.flags & kNamed) == 0) {
-    c.name[0][0] = h.lo;
+    c.name[0][0] = h.lo;  // (over the server's start: kServerStart)
     c.name[0][1] = h.hi;
-    e.flags |= kNamed;
+    e.flags = static_cast<uint8_t>((e.flags | kNamed) & ~kServerStart);
   } else if (c.name[0][0] != h.lo || c.name[0][1] != h.hi) {
     c.name[1][0] = h.lo;
     c.name[1][1] = h.hi;

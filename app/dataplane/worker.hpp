@@ -171,6 +171,7 @@ class Worker {
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
+  void server_start(flow::FlowEntry& e, uint32_t syn_ack_seq);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void flow_name(uint16_t i, uint32_t kinds);

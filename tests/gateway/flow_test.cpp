@@ -1141,6 +1141,29 @@ TEST_F(Flows, AFakeThatEndsTheInspectionCannotPassTheRealClientHelloBehindIt) {
   }
 }
 
+// A fake whose acknowledgement number is before its server's first byte
+// (DPI-evasion tools' "badack": moved back by 66 000) is dropped by the
+// server (RFC 5961 §5.2; an outside check saw Linux discard it), and was
+// judged, passing the real ClientHello off as its retransmission. Now it is
+// a conflict. The server's first byte is taken from the flow's first
+// SYN-ACK: a second one with another sequence number moves nothing.
+TEST_F(Flows, AFakeAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
+  const Conn k;
+  const Bytes fine = tls_client_hello("fine.example"), blocked = tls_client_hello("blocked.example");
+  const Bytes bad = k.c2s(0x18, 101, 501u - 66000u).payload(fine).frame();
+  const Bytes real = k.c2s(0x18, 101, 501).payload(blocked).frame();
+  const std::string rules = "host blocked.example\n";
+  auto st = replay(cat(k.handshake(), {bad, real}), rules, {"--pps", "50"});
+  EXPECT_EQ(passed(), k.handshake());
+  EXPECT_EQ(dropped(), (std::vector<Bytes>{bad, real}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+  const Bytes hello = k.c2s(0x18, 101, 501).payload(fine).frame();
+  const Bytes other_syn_ack = k.s2c(0x12, 90000, 101).frame();
+  st = replay(cat(k.handshake(), {other_syn_ack, hello}), rules, {"--pps", "50"});
+  EXPECT_EQ(passed(), cat(k.handshake(), {other_syn_ack, hello}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+}
+
 // A client can forge its server's acknowledgement of the fake's bytes to end
 // the settling (a packet from the server's address, sent from the client's
 // side; a router would send it back through the gateway from the server's).

@@ -843,6 +843,43 @@ TEST(Stream, AFakeThatEndsTheInspectionCannotPassTheRealBytesBehindIt) {
   }
 }
 
+// A client segment acknowledging bytes before its server's first (its
+// SYN-ACK's seq + 1) is one the server drops: DPI-evasion tools' "badack"
+// fake (the acknowledgement moved back by 66 000). Read, it was judged, and
+// the real copy behind it passed as a retransmission. Now it is a conflict,
+// read or a copy while the flow settles.
+TEST(Stream, ASegmentAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
+  Harness h;
+  constexpr uint32_t kServerFirst = 778;
+  auto seg = [&](Flow& f, const std::string& s, uint32_t ack, bool known = true) {
+    Segment g{kIsn + 1, reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size()), true, 40000, 80,
+              {.ttl = 64}, ack, kSideUnknown, known, kServerFirst};
+    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
+  };
+  {
+    Flow f = opened();
+    EXPECT_EQ(seg(f, kGet, kServerFirst - 66000), Step::kConflict);
+    EXPECT_EQ(seg(f, kBlocked, kServerFirst), Step::kDropped);
+    EXPECT_TRUE(h.got.empty());
+  }
+  {  // the server's first byte, or any later one: read
+    Flow f = opened();
+    EXPECT_EQ(seg(f, kGet, kServerFirst), Step::kMessages);
+    Flow g = opened();
+    EXPECT_EQ(seg(g, kGet, kServerFirst + 5000), Step::kMessages);
+    Flow u = opened();  // not known: not checked
+    EXPECT_EQ(seg(u, kGet, kServerFirst - 66000, false), Step::kMessages);
+    EXPECT_EQ(h.got.size(), 3u);
+  }
+  {  // a copy while the flow settles (its reading ended by junk)
+    const std::string junk = "\x7f\x01 not a request line\r\n";
+    Flow f = opened();
+    EXPECT_EQ(seg(f, junk, kServerFirst), Step::kDone);
+    EXPECT_EQ(seg(f, junk, kServerFirst - 1), Step::kConflict);
+  }
+  EXPECT_EQ(h.insp.counters().conflicts, 2u);
+}
+
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.

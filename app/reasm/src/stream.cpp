@@ -91,6 +91,12 @@ bool same_arrival(const StreamRef& s, const Arrival& a) {
   return m[0] == a.ttl && (m[1] & ~kFloorKnown) == marks && delivery == a.delivery;
 }
 
+// True if the segment acknowledges bytes before the server's first
+// (Segment::server_first): its server drops it (segment()'s comment).
+bool acks_before_server(const Segment& seg) {
+  return seg.server_first_known && seq_diff(seg.ack, seg.server_first) < 0;
+}
+
 }  // namespace
 
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept {
@@ -456,7 +462,8 @@ Step StreamInspector::settle(StreamRef s, const Segment& seg) noexcept {
   }
   // A copy that starts before the end read holds bytes the server may not
   // have taken from the copy read; one that starts at or after it is new.
-  if (seg.len != 0 && seq_diff(seg.seq, s.next) < 0 && !same_arrival(s, seg.how)) return conflict();
+  if (seg.len != 0 && seq_diff(seg.seq, s.next) < 0 && (!same_arrival(s, seg.how) || acks_before_server(seg)))
+    return conflict();
   return Step::kDone;
 }
 
@@ -468,7 +475,7 @@ Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink s
   if ((s.bits & kClientKnown) == 0 && !decide_client(s, seg)) return phase(s) == kPhaseDone ? Step::kDone : Step::kSkip;
   const bool client_forward = (s.bits & kClientRev) == 0;
   if (seg.forward != client_forward) return Step::kSkip;  // the server's bytes are never parsed
-  if (!same_arrival(s, seg.how)) {
+  if (!same_arrival(s, seg.how) || acks_before_server(seg)) {
     // Before anything else, a retransmission too: a copy its server may
     // never take, or the real one behind such a copy (segment()'s comment).
     ++c_.conflicts;

@@ -130,7 +130,8 @@ static_assert(alignof(FlowEntry) == 64);
 // The caller's per-flow state that only some packets read (the gateway: the
 // reassembly slot and sequence number of a flow whose first flight is
 // inspected, how its first client segment read arrived and its timestamp
-// floor, and the first and the latest name its inspection read), zeroed
+// floor, and the first and the latest name its inspection read, or before
+// the first, its server's first sequence number), zeroed
 // with its entry. A bucket's eight take six lines beside its entries, so a
 // passing flow's packets never load them.
 struct FlowCold {

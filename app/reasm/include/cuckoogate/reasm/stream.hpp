@@ -98,6 +98,11 @@ struct Segment {
   Arrival how{};
   uint32_t ack = 0;          // its acknowledgement number (the caller gives only segments with ACK)
   uint8_t side = kSideUnknown;  // where it came in (kSideA/kSideB), if the caller can tell
+  // The server's first sequence number after its SYN (its SYN-ACK's seq + 1),
+  // if the caller keeps it: a client segment acknowledging anything before
+  // it is one its server drops (segment()).
+  bool server_first_known = false;
+  uint32_t server_first = 0;
 };
 
 enum class Step : uint8_t {
@@ -113,8 +118,9 @@ enum class Step : uint8_t {
               // of the flow is kDropped (legitimate stacks resend the same bytes).
               // Also: more than kMaxMessages messages in one step, and a
               // client segment that arrived otherwise than the first one
-              // read (StreamRef::arrival), and, while the flow settles, a
-              // server segment from the client's side (segment()).
+              // read (StreamRef::arrival), one acknowledging bytes before
+              // the server's first (Segment::server_first), and, while the
+              // flow settles, a server segment from the client's side.
   kDone,      // inspection of this flow is over (all its segments: kDone, but
               // while it settles a client copy of bytes read may be kConflict)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
@@ -188,6 +194,13 @@ class StreamInspector {
   // would come in from the other side next) and a conflict. Meanwhile
   // stream_wants() is true for both directions; every segment returns kDone
   // unless a conflict.
+  // A client segment (read, or a copy while the flow settles) whose
+  // acknowledgement number is before Segment::server_first acknowledges
+  // bytes its server never sent before its SYN: servers drop it (RFC 5961
+  // §5.2; Linux takes no ACK older than its first byte while nothing it sent
+  // was acknowledged), and DPI-evasion tools' "badack" fake is one. It is a
+  // conflict: its bytes are not what the server reads, and the real copy
+  // behind it cannot follow.
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and
