@@ -109,10 +109,20 @@ constexpr uint8_t kHandshake = 0x08;
 // kNamed: the flow's cold state holds names its inspection read
 // (Worker::flow_name).
 constexpr uint8_t kNamed = 0x10;
-// kServerStart: until a name is kept there (kNamed), the first name slot
-// of the flow's cold state holds the server's first sequence number after
-// its SYN, from the flow's first SYN-ACK (reasm::Segment::server_first).
-constexpr uint8_t kServerStart = 0x20;
+// Until a name is kept there (kNamed), the first name slot of a TCP flow's
+// cold state may hold the server's first sequence number after its SYN,
+// from the flow's first SYN-ACK (reasm::Segment::server_first): in its low
+// word, marked by kServerStartMark in its high one (zero when the entry is
+// created).
+constexpr uint64_t kServerStartMark = 0x5345525645525354ULL;
+bool server_start_known(const flow::FlowEntry& e, const flow::FlowCold& c) {
+  return (e.flags & kNamed) == 0 && c.name[0][1] == kServerStartMark;
+}
+// kFwdSideB: the flow's forward direction comes in from side B
+// (reasm::kSideB; only where links have sides: run). Set when the entry is
+// created; a packet that comes in from the other side than its direction's
+// is a forgery (Worker::wrong_side).
+constexpr uint8_t kFwdSideB = 0x20;
 
 // A TCP flow's client-stream inspection state (app/reasm/stream.hpp): the
 // state bits in its entry, the reassembly slot and where the next message
@@ -424,6 +434,10 @@ uint8_t Worker::first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) c
 uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, uint64_t pass_gen, uint64_t now,
                              rte_mbuf** pass) {
   WorkerScratch& s = *s_;
+  // Where links have sides, a packet must come in from its direction's
+  // (kFwdSideB): the flag is compared with the others.
+  const uint8_t side_mask = side_ != 0 ? kFwdSideB : 0;
+  const uint8_t want_fwd = side_ == reasm::kSideB ? kFwdSideB : 0, want_rev = side_ == reasm::kSideA ? kFwdSideB : 0;
   uint16_t i = 0;
   for (; i < n; ++i) {
     if (s.flow[i] != static_cast<int16_t>(i)) break;  // untracked (every earlier one was tracked)
@@ -435,7 +449,8 @@ uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, ui
                                    : flows_->track_steady(s.fp[i].key, s.fh[i], m.side, m.tcp_flags, now, &d);
     if (e == nullptr) break;
     constexpr uint8_t kBlockedOrJudging = flow::kFlowBlocked | kJudgingFwd | kJudgingRev;
-    if ((e->flags & (kBlockedOrJudging | pass_bit(d))) != pass_bit(d) || !e->verdict_current(pass_gen) ||
+    const uint8_t want = pass_bit(d) | (d == flow::Dir::kForward ? want_fwd : want_rev);
+    if ((e->flags & (kBlockedOrJudging | pass_bit(d) | side_mask)) != want || !e->verdict_current(pass_gen) ||
         m.malformed || rte_pktmbuf_pkt_len(pkts[i]) > max_frame ||
         inspects(*e, m, d, cfg_.quic, [&] { return first_payload_byte(i, pkts[i], m.compact); }))
       break;
@@ -457,6 +472,9 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     const PacketMeta& m = s.meta[i];
+    // The side each direction comes in from: the creating packet's tells.
+    if (r.entry != nullptr && r.created && (side_ == reasm::kSideB) == (r.dir == flow::Dir::kForward))
+      r.entry->flags |= kFwdSideB;
     if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
     // Which side is the client, and where its bytes start, is known when the
     // handshake opened the flow (docs/reassembly.md, "Direction"); a later
@@ -489,11 +507,36 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
 // 1) from the flow's first SYN-ACK of a handshake; a later one (a
 // retransmission, or a client's forgery from either side) never moves it, so
 // a forgery can only make its own connection's segments conflicts. Not kept
-// once a name took the slot (kServerStart).
+// once a name took the slot (server_start_known).
 void Worker::server_start(flow::FlowEntry& e, uint32_t syn_ack_seq) {
-  if ((e.flags & (kServerStart | kNamed)) != 0) return;
-  flows_->cold(e).name[0][0] = uint64_t{syn_ack_seq} + 1;
-  e.flags |= kServerStart;
+  flow::FlowCold& c = flows_->cold(e);
+  if ((e.flags & kNamed) != 0 || server_start_known(e, c)) return;
+  c.name[0][0] = uint64_t{syn_ack_seq} + 1;
+  c.name[0][1] = kServerStartMark;
+}
+
+// True if a packet of direction `dir` came in from the other side than the
+// flow's packets of that direction (kFwdSideB), where links have sides.
+bool Worker::wrong_side(const flow::FlowEntry& e, flow::Dir dir) const {
+  return side_ != 0 && ((e.flags & kFwdSideB) != 0) != ((side_ == reasm::kSideB) == (dir == flow::Dir::kForward));
+}
+
+// Packet i came in from the other side than its direction's: a forgery, as
+// a client sending its server's packets from its own side (one a router may
+// send back through the gateway from the right side: docs/reassembly.md,
+// "A fake that ends the inspection"). While the flow's TCP stream is read
+// or settles, or was dropped, the packet is dropped, and so is the flow's
+// client data from here on (a conflict, counted once). Otherwise it is
+// judged on its headers as any other.
+void Worker::from_wrong_side(uint16_t i, const uint8_t* frame) {
+  WorkerScratch& s = *s_;
+  const PacketMeta& m = s.meta[i];
+  classify_meta(frame, m, s.keys[i], frame, 0);
+  if (m.proto != kProtoTcp) return;
+  const reasm::StreamRef ref = stream_of(*flows_, *s.fr[s.flow[i]].entry);
+  if (!reasm::stream_wants(ref, true) && !reasm::stream_wants(ref, false)) return;  // done and settled
+  if (stream_->drop(ref)) bump(cfg_.stats->reasm_conflicts);
+  s.inspect_drop[i] = true;
 }
 
 // The client's timestamp when the SYN or SYN-ACK `m` that opened its
@@ -520,8 +563,11 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
+  // From the other side than its direction's: judged apart (process(), step
+  // 1), unless its flow is blocked.
+  const bool spoofed = wrong_side(*e, r.dir);
   auto first = [&] { return first_payload_byte(i, pkt, false); };
-  if ((e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
+  if (!spoofed && (e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
     s.hit[i] = {};
     return true;  // follows the earlier packet's verdict (step 3)
   }
@@ -541,7 +587,7 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
     e->flags |= judging_bit(r.dir);
     return false;
   }
-  if (!e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
+  if (spoofed || !e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
       inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).
@@ -626,8 +672,8 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                             .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)},
                            m.tcp_ack,
                            side_,
-                           (r.entry->flags & kServerStart) != 0,
-                           (r.entry->flags & kServerStart) != 0 ? static_cast<uint32_t>(flows_->cold(*r.entry).name[0][0]) : 0};
+                           server_start_known(*r.entry, flows_->cold(*r.entry)),
+                           static_cast<uint32_t>(flows_->cold(*r.entry).name[0][0])};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward) && !reasm::stream_settles(ref.bits)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
@@ -955,9 +1001,9 @@ void Worker::remember_name(flow::FlowEntry& e, const Key128& h) {
   // An all-zero slot is empty: XXH3-128 (or a 64-bit filter hash) of a name
   // is zero with probability 2^-128 (2^-64), and the entry's creation zeroed it.
   if ((e.flags & kNamed) == 0) {
-    c.name[0][0] = h.lo;  // (over the server's start: kServerStart)
+    c.name[0][0] = h.lo;  // (over the server's start, if kept)
     c.name[0][1] = h.hi;
-    e.flags = static_cast<uint8_t>((e.flags | kNamed) & ~kServerStart);
+    e.flags |= kNamed;
   } else if (c.name[0][0] != h.lo || c.name[0][1] != h.hi) {
     c.name[1][0] = h.lo;
     c.name[1][1] = h.hi;
@@ -1091,7 +1137,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
     const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir, cfg_.quic,
                                                [&] { return first_payload_byte(i, pkts[i], false); });
-    if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
+    if (tracked && wrong_side(*s.fr[s.flow[i]].entry, s.fr[s.flow[i]].dir)) {
+      from_wrong_side(i, frame);
+    } else if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes
     } else if (s.control_bad[i]) {

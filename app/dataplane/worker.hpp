@@ -172,6 +172,8 @@ class Worker {
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
   void server_start(flow::FlowEntry& e, uint32_t syn_ack_seq);
+  bool wrong_side(const flow::FlowEntry& e, flow::Dir dir) const;
+  void from_wrong_side(uint16_t i, const uint8_t* frame);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);
   void inspect_quic(uint16_t i, const uint8_t* frame, uint64_t now);
   void flow_name(uint16_t i, uint32_t kinds);
