@@ -476,6 +476,9 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
     if (r.entry != nullptr && r.created && (side_ == reasm::kSideB) == (r.dir == flow::Dir::kForward))
       r.entry->flags |= kFwdSideB;
     if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
+    // A SYN-ACK from the other side than its direction's (a forgery) moves
+    // no stream state: it is judged apart (from_wrong_side).
+    if (!r.created && wrong_side(*r.entry, r.dir)) continue;
     // Which side is the client, and where its bytes start, is known when the
     // handshake opened the flow (docs/reassembly.md, "Direction"); a later
     // SYN-ACK must agree with it.
