@@ -190,6 +190,15 @@ Step StreamInspector::body_overflow(StreamRef s, unsigned given) noexcept {
   return given != 0 ? Step::kMessages : Step::kDone;
 }
 
+// The flow's client data is dropped from here on (every later segment:
+// kDropped), counted as a conflict.
+Step StreamInspector::conflict(StreamRef s) noexcept {
+  ++c_.conflicts;
+  close(s);
+  set_phase(s, kPhaseDropped);
+  return Step::kConflict;
+}
+
 Step StreamInspector::overflow(StreamRef s) noexcept {
   ++c_.overflow;
   close(s);
@@ -259,10 +268,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       // cannot pass unread (inspect_overflow = "pass" let a blocked request
       // behind 64 others through): the flow's client data is dropped, as a
       // conflict drops it.
-      ++c_.conflicts;
-      close(s);
-      set_phase(s, kPhaseDropped);
-      return Step::kConflict;
+      return conflict(s);
     }
     const uint8_t* q = p + pos;
     const std::size_t left = n - pos;
@@ -368,9 +374,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
           // servers serve it), but where the next request starts depends on
           // which length the server believes, so what the client sends
           // after it is dropped, counted as a conflict (docs/reassembly.md).
-          ++c_.conflicts;
-          close(s);
-          set_phase(s, kPhaseDropped);
+          conflict(s);
           return Step::kMessages;
         }
         if (h.body == HttpBody::kChunked) {
@@ -448,14 +452,9 @@ Step StreamInspector::segment(StreamRef s, const Segment& seg, uint64_t now, Sin
 // acknowledging every byte read ends the settling.
 Step StreamInspector::settle(StreamRef s, const Segment& seg) noexcept {
   if ((s.bits & kSettling) == 0) return Step::kDone;
-  auto conflict = [&] {
-    ++c_.conflicts;
-    set_phase(s, kPhaseDropped);
-    return Step::kConflict;
-  };
   if (seg.forward != ((s.bits & kClientRev) == 0)) {  // the server's
     const auto client_side = static_cast<uint8_t>((s.bits & kTriesMask) >> kTriesShift);
-    if (client_side != kSideUnknown && seg.side == client_side) return conflict();  // forged on the client's side
+    if (client_side != kSideUnknown && seg.side == client_side) return conflict(s);  // forged on the client's side
     if (client_side != kSideUnknown && seg.side == kSideUnknown) return Step::kDone;  // (not believed)
     if (seq_diff(seg.ack, s.next) >= 0) s.bits = static_cast<uint8_t>(s.bits & ~(kSettling | kTriesMask));
     return Step::kDone;
@@ -463,7 +462,7 @@ Step StreamInspector::settle(StreamRef s, const Segment& seg) noexcept {
   // A copy that starts before the end read holds bytes the server may not
   // have taken from the copy read; one that starts at or after it is new.
   if (seg.len != 0 && seq_diff(seg.seq, s.next) < 0 && (!same_arrival(s, seg.how) || acks_before_server(seg)))
-    return conflict();
+    return conflict(s);
   return Step::kDone;
 }
 
@@ -478,10 +477,7 @@ Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink s
   if (!same_arrival(s, seg.how) || acks_before_server(seg)) {
     // Before anything else, a retransmission too: a copy its server may
     // never take, or the real one behind such a copy (segment()'s comment).
-    ++c_.conflicts;
-    close(s);
-    set_phase(s, kPhaseDropped);
-    return Step::kConflict;
+    return conflict(s);
   }
   // The server takes an in-order segment's timestamp as its latest (RFC
   // 7323 §4.3: SEG.SEQ <= Last.ACK.sent), so the floor follows the stream:
@@ -518,10 +514,7 @@ Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink s
     // unknowable (the first may never reach it), and whatever was judged may
     // not be what it reads. Legitimate stacks retransmit the same bytes, so
     // the flow's client data is dropped from here on.
-    ++c_.conflicts;
-    close(s);
-    set_phase(s, kPhaseDropped);
-    return Step::kConflict;
+    return conflict(s);
   }
   if (a == Append::kNothing || a == Append::kHeld) return Step::kSkip;
   const std::span<const uint8_t> held = pool_->data(s.handle);

@@ -237,6 +237,7 @@ class StreamInspector {
   bool decide_client(StreamRef s, const Segment& seg) noexcept;
   Step frame_messages(StreamRef s, const uint8_t* p, std::size_t n, uint32_t seq, bool held, uint16_t dport,
                       uint64_t now, Sink sink, void* ctx, unsigned* given) noexcept;
+  Step conflict(StreamRef s) noexcept;
   Step overflow(StreamRef s) noexcept;
   Step body_overflow(StreamRef s, unsigned given) noexcept;
   Step finish(StreamRef s) noexcept;
