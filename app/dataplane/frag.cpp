@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "cuckoogate/keys/arrival.hpp"
+
 namespace cg {
 
 static_assert(defrag::kMaxFragments == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
@@ -166,7 +168,7 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
     defrag::classify_frame(rte_pktmbuf_mtod(orig, const uint8_t*), rte_pktmbuf_data_len(orig), &info[i]);
     // (The tracker took it: its Ethernet and fixed IP headers are there.)
     const uint8_t* const f = rte_pktmbuf_mtod(orig, const uint8_t*);
-    min_ttl = std::min(min_ttl, f[info[i].l2_len + (info[i].key.family == 4 ? 8 : 7)]);
+    min_ttl = std::min(min_ttl, f[info[i].l2_len + ip_ttl_offset(info[i].key.family)]);
     other_mac = other_mac || std::memcmp(f, mac0, RTE_ETHER_ADDR_LEN) != 0;
     if (info[i].key.family == 4 && rte_pktmbuf_data_len(orig) >= info[i].l2_len + sizeof(rte_ipv4_hdr)) {
       const auto* ip = rte_pktmbuf_mtod_offset(orig, const rte_ipv4_hdr*, info[i].l2_len);
@@ -197,7 +199,7 @@ void FragStage::complete(uint32_t slot, uint64_t now) {
   if (ok && out != nullptr && rte_pktmbuf_linearize(out) != 0) ok = false;
   if (ok && out != nullptr) {
     uint8_t* const f = rte_pktmbuf_mtod(out, uint8_t*);
-    f[out->l2_len + (info[0].key.family == 4 ? 8 : 7)] = min_ttl;
+    f[out->l2_len + ip_ttl_offset(info[0].key.family)] = min_ttl;
     // No frame the server takes is sent to 00:00:00:00:00:00, so no real
     // copy is delivered as this one.
     if (other_mac) std::memset(f, 0, RTE_ETHER_ADDR_LEN);

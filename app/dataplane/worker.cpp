@@ -437,7 +437,7 @@ uint16_t Worker::pass_cached(rte_mbuf** pkts, uint16_t n, uint32_t max_frame, ui
   // Where links have sides, a packet must come in from its direction's
   // (kFwdSideB): the flag is compared with the others.
   const uint8_t side_mask = side_ != 0 ? kFwdSideB : 0;
-  const uint8_t want_fwd = side_ == reasm::kSideB ? kFwdSideB : 0, want_rev = side_ == reasm::kSideA ? kFwdSideB : 0;
+  const uint8_t want_fwd = side_bit(flow::Dir::kForward), want_rev = side_bit(flow::Dir::kReverse);
   uint16_t i = 0;
   for (; i < n; ++i) {
     if (s.flow[i] != static_cast<int16_t>(i)) break;  // untracked (every earlier one was tracked)
@@ -473,8 +473,7 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
     const flow::FlowResult& r = s.fr[s.flow[i]];
     const PacketMeta& m = s.meta[i];
     // The side each direction comes in from: the creating packet's tells.
-    if (r.entry != nullptr && r.created && (side_ == reasm::kSideB) == (r.dir == flow::Dir::kForward))
-      r.entry->flags |= kFwdSideB;
+    if (r.entry != nullptr && r.created) r.entry->flags |= side_bit(r.dir);
     if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
     // A SYN-ACK from the other side than its direction's (a forgery) moves
     // no stream state: it is judged apart (from_wrong_side).
@@ -518,10 +517,17 @@ void Worker::server_start(flow::FlowEntry& e, uint32_t syn_ack_seq) {
   c.name[0][1] = kServerStartMark;
 }
 
+// What kFwdSideB says of a flow whose packet of direction `dir` comes in
+// from this link's side: set if that makes side B its forward direction's.
+// 0 where links have no sides.
+uint8_t Worker::side_bit(flow::Dir dir) const {
+  return side_ != 0 && (side_ == reasm::kSideB) == (dir == flow::Dir::kForward) ? kFwdSideB : 0;
+}
+
 // True if a packet of direction `dir` came in from the other side than the
-// flow's packets of that direction (kFwdSideB), where links have sides.
+// flow's packets of that direction, where links have sides.
 bool Worker::wrong_side(const flow::FlowEntry& e, flow::Dir dir) const {
-  return side_ != 0 && ((e.flags & kFwdSideB) != 0) != ((side_ == reasm::kSideB) == (dir == flow::Dir::kForward));
+  return side_ != 0 && (e.flags & kFwdSideB) != side_bit(dir);
 }
 
 // Packet i came in from the other side than its direction's: a forgery, as
@@ -560,15 +566,14 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
 // packet of this burst is being classified for, step 3 of process() takes
 // the verdict that packet gives the flow.
 [[gnu::always_inline]] inline bool Worker::from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen,
-                                                     uint64_t pass_gen) {
+                                                     uint64_t pass_gen, bool spoofed) {
   WorkerScratch& s = *s_;
   if (s.flow[i] < 0) return false;
   const flow::FlowResult& r = s.fr[s.flow[i]];
   flow::FlowEntry* e = r.entry;
   if (e == nullptr) return false;
-  // From the other side than its direction's: judged apart (process(), step
-  // 1), unless its flow is blocked.
-  const bool spoofed = wrong_side(*e, r.dir);
+  // `spoofed`: from the other side than its direction's (wrong_side()),
+  // judged apart (process(), step 1) unless its flow is blocked.
   auto first = [&] { return first_payload_byte(i, pkt, false); };
   if (!spoofed && (e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
     s.hit[i] = {};
@@ -659,6 +664,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   const PacketMeta& m = s.meta[i];
   const flow::FlowResult& r = s.fr[s.flow[i]];
   const reasm::StreamRef ref = stream_of(*flows_, *r.entry);
+  const flow::FlowCold& cold = flows_->cold(*r.entry);
   // How it arrived: the inspector reads a client's segments only while each
   // arrives as the first one did (docs/reassembly.md, "Copies that arrive otherwise").
   const TcpOptionMarks o = tcp_option_marks(frame, m);
@@ -675,8 +681,8 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
                             .delivery = delivery_digest(frame, m, dcid_seed_ ^ kDeliverySeed)},
                            m.tcp_ack,
                            side_,
-                           server_start_known(*r.entry, flows_->cold(*r.entry)),
-                           static_cast<uint32_t>(flows_->cold(*r.entry).name[0][0])};
+                           server_start_known(*r.entry, cold),
+                           static_cast<uint32_t>(cold.name[0][0])};
   if ((m.tcp_flags & flow::kTcpUrg) != 0 && reasm::stream_wants(ref, seg.forward) && !reasm::stream_settles(ref.bits)) {
     // Urgent data in a first flight: the server takes the urgent byte out of
     // the stream, possibly a byte of a later segment, while the inspector
@@ -1126,7 +1132,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
   for (uint16_t i = first; i < n; ++i) {
     s.hit[i] = {};
     s.nnames[i] = 0;
-    s.classify[i] = !from_cache(i, pkts[i], gen, pass_gen);
+    const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
+    const bool spoofed = tracked && wrong_side(*s.fr[s.flow[i]].entry, s.fr[s.flow[i]].dir);
+    s.classify[i] = !from_cache(i, pkts[i], gen, pass_gen, spoofed);
     // Untracked: no flow could be kept (not a bare SYN, which waits for its answer).
     untracked += s.flow[i] < 0 || (s.fr[s.flow[i]].entry == nullptr && !s.fr[s.flow[i]].deferred);
     if (!s.classify[i]) {
@@ -1136,11 +1144,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     const uint8_t* frame = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
     s.inspect_drop[i] = false;
     const PacketMeta& m = s.meta[i];
-    const bool tracked = s.flow[i] >= 0 && s.fr[s.flow[i]].entry != nullptr;
     const bool verify = cfg_.checksums != ChecksumMode::kOff;
     const bool inspected = tracked && inspects(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir, cfg_.quic,
                                                [&] { return first_payload_byte(i, pkts[i], false); });
-    if (tracked && wrong_side(*s.fr[s.flow[i]].entry, s.fr[s.flow[i]].dir)) {
+    if (spoofed) {
       from_wrong_side(i, frame);
     } else if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);

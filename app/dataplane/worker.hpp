@@ -164,7 +164,7 @@ class Worker {
                        rte_mbuf** pass);
   void track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint16_t nf, uint64_t now);
   void timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::FlowEntry& e);
-  bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen);
+  bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen, bool spoofed);
   uint8_t first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) const;
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);
   unsigned confirm_hit(uint16_t i, unsigned k, uint32_t kinds);
@@ -172,6 +172,7 @@ class Worker {
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
   void server_start(flow::FlowEntry& e, uint32_t syn_ack_seq);
+  uint8_t side_bit(flow::Dir dir) const;
   bool wrong_side(const flow::FlowEntry& e, flow::Dir dir) const;
   void from_wrong_side(uint16_t i, const uint8_t* frame);
   void judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std::size_t n, uint32_t kinds);

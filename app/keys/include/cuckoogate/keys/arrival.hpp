@@ -15,10 +15,13 @@ namespace cg {
 
 // The innermost IP header's TTL (IPv4) or hop limit (IPv6) of a packet
 // parse_packet() described; 0 if it is not IP.
+// Where the TTL (IPv4) or hop limit (IPv6) is in an IP header of `family`.
+inline constexpr uint32_t ip_ttl_offset(uint8_t family) noexcept { return family == 4 ? 8 : 7; }
+
 inline uint8_t ip_ttl(const uint8_t* frame, const PacketMeta& m) noexcept {
-  // The source address is 12 bytes into an IPv4 header (the TTL 8), 8 into
-  // an IPv6 one (the hop limit 7).
-  return m.family == 4 ? frame[m.addr_off - 4] : m.family == 6 ? frame[m.addr_off - 1] : 0;
+  // The source address is 12 bytes into an IPv4 header, 8 into an IPv6 one.
+  if (m.family != 4 && m.family != 6) return 0;
+  return frame[m.addr_off - (m.family == 4 ? 12 : 8) + ip_ttl_offset(m.family)];
 }
 
 // Where and how a frame is delivered, beyond its addresses, as a keyed
