@@ -8,7 +8,9 @@
 // picked up mid-stream instead of opened by a SYN-ACK; bit 4: a server
 // segment is sent between client segments, acknowledging the client's bytes
 // before the next one, from a side that varies; bit 6: one client segment,
-// chosen by the cut count, arrives with another TTL), byte 1 the number C of cut
+// chosen by the cut count, arrives with another TTL; bit 7: the server's
+// first byte is known, and that segment arrives alike but acknowledges a
+// byte after it), byte 1 the number C of cut
 // points, then C cut points of 16 bits, then the stream (at most 4096 bytes).
 //
 // Checked (abort on violation), for flows whose opening was seen, when
@@ -19,7 +21,9 @@
 // start, so there only the memory safety and the bounds are checked. For
 // every flow: once its reading is over, no later segment gives messages, and
 // while it settles (no server segment in between), the odd segment is a
-// conflict if it starts before the end of the segment that ended the reading.
+// conflict if it starts before the end of the segment that ended the reading;
+// the first one, acknowledging a byte its server never sent, is a conflict if
+// it begins a ClientHello (a TLS client speaks first).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -53,7 +57,7 @@ struct Piece {
 };
 
 Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces, uint16_t port, bool midstream,
-         bool server_noise, bool synacks = false, std::size_t odd_one = SIZE_MAX) {
+         bool server_noise, bool synacks = false, std::size_t odd_one = SIZE_MAX, bool acks = false) {
   // A slot budget above any stream here and an out-of-order window above any
   // swap: only message limits can overflow, never the pool.
   auto pool = Pool::create({.slots = 2, .slot_bytes = 8192, .max_pending = 4});
@@ -103,12 +107,30 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
     // 6-byte mid-stream segment was once read past).
     const std::unique_ptr<uint8_t[]> own(new uint8_t[std::max<uint32_t>(p.len, 1)]);
     std::memcpy(own.get(), stream + p.off, p.len);
-    const Segment s{kIsn + 1 + p.off, own.get(), p.len, true, 40000, port, {.ttl = uint8_t(k == odd_one ? 9 : 64)},
-                    5001, kSideA};
+    // With `acks` the odd one differs only by acknowledging the byte after
+    // the server's first (its SYN-ACK's seq 5000 + 1).
+    const bool odd_ack = acks && k == odd_one;
+    const Segment s{kIsn + 1 + p.off,
+                    own.get(),
+                    p.len,
+                    true,
+                    40000,
+                    port,
+                    {.ttl = uint8_t(k == odd_one && !acks ? 9 : 64)},
+                    odd_ack ? 5002u : 5001u,
+                    kSideA,
+                    acks,
+                    5001};
     // A flow settling since a client segment ended its reading (no server
     // segment acknowledged its bytes: no noise) must take the odd one,
     // arriving otherwise, as a conflict if it carries any of them again.
-    const bool must_conflict = k == odd_one && !server_noise && stream_settles(bits) && p.off < settled_end;
+    // The first segment of a handshake's TLS stream, beginning a ClientHello
+    // (record type, a header cut short, or an alert first), must be one if
+    // it acknowledges bytes its server never sent.
+    const uint8_t* q = stream;
+    const bool hello = q[0] == 21 || (q[0] == 22 && (p.len < 6 || q[5] == 1 || (q[3] == 0 && q[4] == 0)));
+    const bool must_conflict = (k == odd_one && !acks && !server_noise && stream_settles(bits) && p.off < settled_end) ||
+                               (odd_ack && k == 0 && p.off == 0 && !midstream && port != 53 && hello);
     const Step st = insp.segment(ref, s, 0, &sink, &r);
     check(!must_conflict || st == Step::kConflict);
     stays_over(st);
@@ -133,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const uint16_t kPorts[] = {80, 443, 53, 8000};
   const uint16_t port = kPorts[opt & 3];
   const bool swap = (opt & 4) != 0, midstream = (opt & 8) != 0, noise = (opt & 16) != 0, synacks = (opt & 32) != 0,
-             odd = (opt & 64) != 0;
+             odd = (opt & 64) != 0, acks = (opt & 128) != 0;
 
   std::vector<uint32_t> at;
   for (std::size_t i = 0; i < cuts; ++i) {
@@ -153,9 +175,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     for (std::size_t i = 1; i < pieces.size(); i += 2) std::swap(pieces[i - 1], pieces[i]);
 
   const Run whole = feed(stream, n, {{0, static_cast<uint32_t>(n)}}, port, midstream, false);
-  const Run cut = feed(stream, n, pieces, port, midstream, noise, synacks, odd ? cuts % pieces.size() : SIZE_MAX);
+  const Run cut = feed(stream, n, pieces, port, midstream, noise, synacks, odd || acks ? cuts % pieces.size() : SIZE_MAX,
+                       acks);
   if (!midstream && !whole.overflow && !cut.overflow) check(whole.messages == cut.messages);
-  if (!midstream && !whole.overflow && odd)  // a conflict stops messages, never changes them
+  if (!midstream && !whole.overflow && (odd || acks))  // a conflict stops messages, never changes them
     check(cut.messages.size() <= whole.messages.size() &&
           std::equal(cut.messages.begin(), cut.messages.end(), whole.messages.begin()));
   return 0;

@@ -1164,6 +1164,35 @@ TEST_F(Flows, AFakeAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
 }
 
+// A fake ClientHello acknowledging bytes its server never sent (a TLS
+// server sends nothing before the ClientHello) is dropped by the server
+// (RFC 9293 §3.10.7.4; Linux too), and was judged, passing the real one off
+// as its retransmission. Now it is a conflict. HTTP requests are not
+// checked so (a TCP Fast Open client's second request acknowledges the
+// answer to its first): one is read and judged as before.
+TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
+  const Conn k;
+  const Bytes fine = tls_client_hello("fine.example"), blocked = tls_client_hello("blocked.example");
+  const Bytes bad = k.c2s(0x18, 101, 501 + 1000).payload(fine).frame();
+  const Bytes real = k.c2s(0x18, 101, 501).payload(blocked).frame();
+  const std::string rules = "host blocked.example\n";
+  auto st = replay(cat(k.handshake(), {bad, real}), rules, {"--pps", "50"});
+  EXPECT_EQ(passed(), k.handshake());
+  EXPECT_EQ(dropped(), (std::vector<Bytes>{bad, real}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+  const Bytes good = k.c2s(0x18, 101, 501).payload(fine).frame();
+  st = replay(cat(k.handshake(), {good}), rules, {"--pps", "50"});
+  EXPECT_EQ(passed(), cat(k.handshake(), {good}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+  const Conn web{80};
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    const Bytes get = web.c2s(0x18, 101, 501 + 1000).payload("GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n").frame();
+    st = replay(cat(web.handshake(), {get}), rules, {"--pps", "50"});
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+    EXPECT_EQ(passed(), host == "fine.example" ? cat(web.handshake(), {get}) : web.handshake());
+  }
+}
+
 // A client can forge its server's acknowledgement of the fake's bytes to end
 // the settling (a packet from the server's address, sent from the client's
 // side; a router would send it back through the gateway from the server's).

@@ -880,6 +880,76 @@ TEST(Stream, ASegmentAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
   EXPECT_EQ(h.insp.counters().conflicts, 2u);
 }
 
+// A TLS client speaks first: its first ClientHello acknowledging anything
+// after its server's first byte (data the server never sent) is a segment
+// the server drops (RFC 9293 §3.10.7.4), so a fake that does cannot pass the
+// real ClientHello behind it off as a retransmission: a conflict, for a
+// whole ClientHello, one split after its record header or in the header,
+// one behind an alert, and for the real one when the fake was only its
+// first bytes. Acknowledging exactly the server's first byte is read; so are
+// an HTTP request and a server-speaks-first protocol's bytes acknowledging
+// more (a TCP Fast Open client's second request acknowledges the answer to
+// its first), and a second ClientHello (after a HelloRetryRequest).
+TEST(Stream, AClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
+  constexpr uint32_t kServerFirst = 778;
+  const Bytes hs = in_records(client_hello("fine.example"), 16384);
+  const std::string hello(hs.begin(), hs.end());
+  auto seg = [](Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len, uint32_t ack,
+                bool known = true) {
+    const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
+                    static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, ack, kSideUnknown, known, kServerFirst};
+    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
+  };
+  for (std::size_t cut : {hello.size(), std::size_t{5}, std::size_t{3}}) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    EXPECT_EQ(seg(h, f, hello, 0, cut, kServerFirst + 1), Step::kConflict);
+    EXPECT_EQ(seg(h, f, hello, 0, hello.size(), kServerFirst), Step::kDropped);
+    EXPECT_TRUE(h.got.empty());
+    Flow g = opened();  // the fake only the first bytes: the real one's rest is the conflict
+    if (cut < hello.size()) {
+      EXPECT_EQ(seg(h, g, hello, 0, cut, kServerFirst), Step::kSkip);
+      EXPECT_EQ(seg(h, g, hello, cut, hello.size() - cut, kServerFirst + 1), Step::kConflict);
+    }
+    EXPECT_TRUE(h.got.empty());
+  }
+  {
+    Harness h;
+    const std::string alert_first = std::string("\x15\x03\x03\x00\x02\x01\x00", 7) + hello;
+    Flow a = opened();
+    EXPECT_EQ(seg(h, a, alert_first, 0, alert_first.size(), kServerFirst + 9), Step::kConflict);
+    Flow b = opened();  // the server's first byte
+    EXPECT_EQ(seg(h, b, hello, 0, hello.size(), kServerFirst), Step::kMessages);
+    Flow u = opened();  // the server's first byte not known: not checked
+    EXPECT_EQ(seg(h, u, hello, 0, hello.size(), kServerFirst + 9, false), Step::kMessages);
+    Flow w = opened();  // across the sequence space's wrap
+    Segment x{kIsn + 1, reinterpret_cast<const uint8_t*>(hello.data()), static_cast<uint32_t>(hello.size()), true,
+              40000, 443, {.ttl = 64}, 3, kSideUnknown, true, 0xfffffffeu};
+    EXPECT_EQ(h.insp.segment(w.ref(), x, 0, &Harness::sink, &h), Step::kConflict);
+    Flow v = opened();
+    x.ack = 0xfffffffeu;
+    EXPECT_EQ(h.insp.segment(v.ref(), x, 0, &Harness::sink, &h), Step::kMessages);
+    EXPECT_EQ(h.got.size(), 3u);
+    // A second ClientHello (after a HelloRetryRequest) acknowledges the
+    // server's answer: read.
+    EXPECT_EQ(seg(h, b, hello + hello, hello.size(), hello.size(), kServerFirst + 120), Step::kMessages);
+    EXPECT_EQ(h.got.size(), 4u);
+  }
+  {
+    Harness h;
+    Flow f = opened();  // HTTP: read
+    EXPECT_EQ(seg(h, f, kGet, 0, kGet.size(), kServerFirst + 300), Step::kMessages);
+    Flow g = opened();  // a server's banner acknowledged: not TLS, done
+    const std::string ssh = "SSH-2.0-OpenSSH_9.2\r\n";
+    EXPECT_EQ(seg(h, g, ssh, 0, ssh.size(), kServerFirst + 40), Step::kDone);
+    Flow k = opened();  // a TLS 1.2 ClientKeyExchange first (after a Fast Open SYN's ClientHello)
+    const std::string cke("\x16\x03\x03\x00\x06\x10\x00\x00\x02\x01\x02", 11);
+    EXPECT_NE(seg(h, k, cke, 0, cke.size(), kServerFirst + 3000), Step::kConflict);
+    EXPECT_EQ(h.insp.counters().conflicts, 0u);
+  }
+}
+
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.

@@ -97,6 +97,36 @@ bool acks_before_server(const Segment& seg) {
   return seg.server_first_known && seq_diff(seg.ack, seg.server_first) < 0;
 }
 
+// Bytes at a client stream's start that frame_messages() reads as TLS and
+// that may begin a ClientHello: a handshake record of that type, one whose
+// header is cut short, an empty one, or an alert first (Go servers drop a
+// warning alert before a ClientHello). A TLS 1.2 ClientKeyExchange (a
+// TCP Fast Open client's first bytes after its SYN's ClientHello) is none.
+bool may_begin_hello(const uint8_t* p, std::size_t n) {
+  if (n == 0) return false;
+  if (p[0] == 21) return true;
+  if (p[0] != 22) return false;
+  return n < 6 || p[5] == 1 || (p[3] == 0 && p[4] == 0);
+}
+
+// True if the segment carries bytes of the client's first ClientHello (its
+// TLS stream not past it yet, or not decided and the segment's bytes at the
+// stream's start make it one) and acknowledges bytes after the server's first
+// (Segment::server_first): a TLS client speaks first, so its server has sent
+// nothing but its SYN-ACK, and drops a segment acknowledging more (RFC 9293
+// §3.10.7.4: SEG.ACK > SND.NXT; Linux too). Not HTTP: a TCP Fast Open
+// client's second request acknowledges the answer to the first, which rode in
+// its SYN; nor a protocol whose server speaks first (its client's first bytes
+// are no ClientHello).
+bool hello_acks_unsent(const StreamRef& s, const Segment& seg) {
+  if (!seg.server_first_known || seq_diff(seg.ack, seg.server_first) <= 0) return false;
+  const uint8_t ph = phase(s);
+  if (ph == static_cast<uint8_t>(App::kTls)) return true;
+  if (ph != 0 || (s.bits & kNextKnown) == 0 || seg.dport == 53) return false;
+  const int32_t off = seq_diff(s.next, seg.seq);
+  return off >= 0 && static_cast<uint32_t>(off) < seg.len && may_begin_hello(seg.p + off, seg.len - off);
+}
+
 }  // namespace
 
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept {
@@ -474,7 +504,7 @@ Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink s
   if ((s.bits & kClientKnown) == 0 && !decide_client(s, seg)) return phase(s) == kPhaseDone ? Step::kDone : Step::kSkip;
   const bool client_forward = (s.bits & kClientRev) == 0;
   if (seg.forward != client_forward) return Step::kSkip;  // the server's bytes are never parsed
-  if (!same_arrival(s, seg.how) || acks_before_server(seg)) {
+  if (!same_arrival(s, seg.how) || acks_before_server(seg) || hello_acks_unsent(s, seg)) {
     // Before anything else, a retransmission too: a copy its server may
     // never take, or the real one behind such a copy (segment()'s comment).
     return conflict(s);

@@ -119,7 +119,8 @@ enum class Step : uint8_t {
               // Also: more than kMaxMessages messages in one step, and a
               // client segment that arrived otherwise than the first one
               // read (StreamRef::arrival), one acknowledging bytes before
-              // the server's first (Segment::server_first), and, while the
+              // the server's first (Segment::server_first) or, with a first
+              // ClientHello, after it, and, while the
               // flow settles, a server segment from the client's side.
   kDone,      // inspection of this flow is over (all its segments: kDone, but
               // while it settles a client copy of bytes read may be kConflict)
@@ -198,9 +199,12 @@ class StreamInspector {
   // acknowledgement number is before Segment::server_first acknowledges
   // bytes its server never sent before its SYN: servers drop it (RFC 5961
   // §5.2; Linux takes no ACK older than its first byte while nothing it sent
-  // was acknowledged), and DPI-evasion tools' "badack" fake is one. It is a
-  // conflict: its bytes are not what the server reads, and the real copy
-  // behind it cannot follow.
+  // was acknowledged), and DPI-evasion tools' "badack" fake is one. So is a
+  // client segment read with bytes of the flow's first ClientHello that
+  // acknowledges anything after Segment::server_first: a TLS client speaks
+  // first, so its server sent nothing more, and drops the segment (RFC 9293
+  // §3.10.7.4, SEG.ACK > SND.NXT). Either is a conflict: its bytes are not
+  // what the server reads, and the real copy behind it cannot follow.
   Step segment(StreamRef s, const Segment& seg, uint64_t now, Sink sink, void* ctx) noexcept;
   // Drops the flow's client data from here on, as a conflict does: its slot
   // is given back and every later segment is kDropped. Returns false (and
