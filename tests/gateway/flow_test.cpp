@@ -43,6 +43,10 @@ class Flows : public ReplayTest {
   // flows pass from the cache and nothing was dropped: the open connections
   // a rule added next must cut.
   void start_passing(const std::vector<Bytes>& pkts, std::unique_ptr<Process>* gw, std::unique_ptr<CtlClient>* c);
+  // After `k`'s handshake (server ISN 500), a fake ClientHello naming an
+  // allowed host that acknowledges `ack`, then the real one naming a blocked
+  // host at the same sequence number: both dropped, one conflict.
+  void expect_fake_hello_conflicts(const struct Conn& k, uint32_t ack);
 };
 
 uint16_t rd16(const Bytes& f, std::size_t o) { return static_cast<uint16_t>(f[o] << 8 | f[o + 1]); }
@@ -1141,6 +1145,15 @@ TEST_F(Flows, AFakeThatEndsTheInspectionCannotPassTheRealClientHelloBehindIt) {
   }
 }
 
+void Flows::expect_fake_hello_conflicts(const Conn& k, uint32_t ack) {
+  const Bytes bad = k.c2s(0x18, 101, ack).payload(tls_client_hello("fine.example")).frame();
+  const Bytes real = k.c2s(0x18, 101, 501).payload(tls_client_hello("blocked.example")).frame();
+  const auto st = replay(cat(k.handshake(), {bad, real}), "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(passed(), k.handshake());
+  EXPECT_EQ(dropped(), (std::vector<Bytes>{bad, real}));
+  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+}
+
 // A fake whose acknowledgement number is before its server's first byte
 // (DPI-evasion tools' "badack": moved back by 66 000) is dropped by the
 // server (RFC 5961 §5.2; an outside check saw Linux discard it), and was
@@ -1149,17 +1162,12 @@ TEST_F(Flows, AFakeThatEndsTheInspectionCannotPassTheRealClientHelloBehindIt) {
 // SYN-ACK: a second one with another sequence number moves nothing.
 TEST_F(Flows, AFakeAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
   const Conn k;
-  const Bytes fine = tls_client_hello("fine.example"), blocked = tls_client_hello("blocked.example");
-  const Bytes bad = k.c2s(0x18, 101, 501u - 66000u).payload(fine).frame();
-  const Bytes real = k.c2s(0x18, 101, 501).payload(blocked).frame();
+  expect_fake_hello_conflicts(k, 501u - 66000u);
   const std::string rules = "host blocked.example\n";
-  auto st = replay(cat(k.handshake(), {bad, real}), rules, {"--pps", "50"});
-  EXPECT_EQ(passed(), k.handshake());
-  EXPECT_EQ(dropped(), (std::vector<Bytes>{bad, real}));
-  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+  const Bytes fine = tls_client_hello("fine.example");
   const Bytes hello = k.c2s(0x18, 101, 501).payload(fine).frame();
   const Bytes other_syn_ack = k.s2c(0x12, 90000, 101).frame();
-  st = replay(cat(k.handshake(), {other_syn_ack, hello}), rules, {"--pps", "50"});
+  auto st = replay(cat(k.handshake(), {other_syn_ack, hello}), rules, {"--pps", "50"});
   EXPECT_EQ(passed(), cat(k.handshake(), {other_syn_ack, hello}));
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
 }
@@ -1172,16 +1180,10 @@ TEST_F(Flows, AFakeAcknowledgingBytesBeforeTheServersFirstIsAConflict) {
 // answer to its first): one is read and judged as before.
 TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
   const Conn k;
-  const Bytes fine = tls_client_hello("fine.example"), blocked = tls_client_hello("blocked.example");
-  const Bytes bad = k.c2s(0x18, 101, 501 + 1000).payload(fine).frame();
-  const Bytes real = k.c2s(0x18, 101, 501).payload(blocked).frame();
+  expect_fake_hello_conflicts(k, 501 + 1000);
   const std::string rules = "host blocked.example\n";
-  auto st = replay(cat(k.handshake(), {bad, real}), rules, {"--pps", "50"});
-  EXPECT_EQ(passed(), k.handshake());
-  EXPECT_EQ(dropped(), (std::vector<Bytes>{bad, real}));
-  EXPECT_EQ(st["reassembly"]["conflicts"], 1);
-  const Bytes good = k.c2s(0x18, 101, 501).payload(fine).frame();
-  st = replay(cat(k.handshake(), {good}), rules, {"--pps", "50"});
+  const Bytes good = k.c2s(0x18, 101, 501).payload(tls_client_hello("fine.example")).frame();
+  auto st = replay(cat(k.handshake(), {good}), rules, {"--pps", "50"});
   EXPECT_EQ(passed(), cat(k.handshake(), {good}));
   EXPECT_EQ(st["reassembly"]["conflicts"], 0);
   const Conn web{80};
