@@ -605,8 +605,9 @@ int cmd_multi(Connection& c, const std::string& req, bool json, const char* empt
 int main(int argc, char** argv) {
   CLI::App app{"cuckoogatectl " CUCKOOGATE_VERSION " - control a running cuckoogate gateway"};
   std::string sock = default_socket();
-  app.add_option("-s,--socket", sock, "Control socket (default $CUCKOOGATE_CTL or "
-                                      "/run/cuckoogate/cuckoogate.sock)");
+  // --ctl: the gateway's own name for the same path (`cuckoogate run --ctl`).
+  const CLI::Option* sock_opt = app.add_option("-s,--socket,--ctl", sock, "Control socket (default $CUCKOOGATE_CTL or "
+                                                                        "/run/cuckoogate/cuckoogate.sock)");
   app.set_version_flag("--version", CUCKOOGATE_VERSION);
   app.require_subcommand(1);
   std::vector<std::string> add_args, del_args, check_args, list_args;
@@ -670,11 +671,11 @@ int main(int argc, char** argv) {
       ->required();
   auto* ping = app.add_subcommand("ping", "Check that the gateway answers");
 
-  // The first word that is not an option (or --socket's value) names the
+  // The first word that is not an option (or the socket option's value) names the
   // command; CLI11 alone says "A subcommand is required" for a misspelt one.
   for (int i = 1; i < argc; ++i) {
     const std::string_view w = argv[i];
-    if (w == "-s" || w == "--socket") {
+    if (sock_opt->check_name(std::string(w))) {
       ++i;
       continue;
     }

@@ -94,6 +94,17 @@ TEST_F(Ctl, BadInputGetsOneLineErrorAndNonZeroExit) {
   EXPECT_NE(r.out.find("load"), std::string::npos);
 }
 
+// The socket's option has the gateway's name too (`cuckoogate run --ctl
+// PATH`): a tester reached for `cuckoogatectl --ctl PATH`.
+TEST_F(Ctl, TheSocketIsNamedWithSOrSocketOrCtl) {
+  for (const char* opt : {"-s", "--socket", "--ctl"}) {
+    const Result r = run({GatewayEnv::ctl(), opt, sock_, "ping"}, GatewayEnv::dir());
+    EXPECT_EQ(r.status, 0) << opt << ": " << r.err;
+  }
+  const Result r = run({GatewayEnv::ctl(), "--help"}, GatewayEnv::dir());
+  EXPECT_NE(r.out.find("--ctl"), std::string::npos) << r.out;
+}
+
 TEST_F(Ctl, ListIsOrderedAndFiltersByKindAndPrefix) {
   ASSERT_EQ(ctl({"add", "dst 10.0.0.10", "dst 10.0.0.9", "dst 9.0.0.1", "host b.example.com",
                  "host a.example.com"}).status, 0);
