@@ -40,6 +40,8 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> cache_misses{0};   // packets of a tracked flow that were classified
   std::atomic<uint64_t> flow_drops{0};     // of the dropped: by a flow that a rule blocked earlier
   std::atomic<uint64_t> untracked{0};      // packets judged alone (no ports, fragments, no free slot)
+  std::atomic<uint64_t> names_forgotten{0};  // names a flow carried that it no longer keeps (a later
+                                             // one took the latest-name slot, Worker::remember_name)
   std::atomic<uint64_t> rejects_sent{0};   // reject replies handed to a port
   std::atomic<uint64_t> rejects_limited{0};  // blocked packets the rate limit left unanswered
   std::atomic<uint64_t> rejects_failed{0}; // replies lost: no mbuf, or the port would not take it
@@ -94,6 +96,7 @@ struct StatsSnapshot {
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
            flows_syn_deferred = 0, flows_reopened_in_burst = 0;
+  uint64_t names_forgotten = 0;
 
   void add(const WorkerStats& w) noexcept {
     auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -115,6 +118,7 @@ struct StatsSnapshot {
     cache_misses += ld(w.cache_misses);
     flow_drops += ld(w.flow_drops);
     untracked += ld(w.untracked);
+    names_forgotten += ld(w.names_forgotten);
     rejects_sent += ld(w.rejects_sent);
     rejects_limited += ld(w.rejects_limited);
     rejects_failed += ld(w.rejects_failed);

@@ -996,7 +996,8 @@ void Worker::note_names(uint16_t i, const PacketKeys& pk) {
     uint8_t& n = s.nnames[i];
     if (n == 0) {
       s.names[i][n++] = h;
-    } else if (!(h == s.names[i][0])) {
+    } else if (!(h == s.names[i][0]) && (n == 1 || !(h == s.names[i][1]))) {
+      if (n == 2) bump(cfg_.stats->names_forgotten);  // the one it replaces is not kept
       s.names[i][1] = h;
       n = 2;
     }
@@ -1013,7 +1014,8 @@ void Worker::remember_name(flow::FlowEntry& e, const Key128& h) {
     c.name[0][0] = h.lo;  // (over the server's start, if kept)
     c.name[0][1] = h.hi;
     e.flags |= kNamed;
-  } else if (c.name[0][0] != h.lo || c.name[0][1] != h.hi) {
+  } else if ((c.name[0][0] != h.lo || c.name[0][1] != h.hi) && (c.name[1][0] != h.lo || c.name[1][1] != h.hi)) {
+    if ((c.name[1][0] | c.name[1][1]) != 0) bump(cfg_.stats->names_forgotten);  // the latest slot's is replaced
     c.name[1][0] = h.lo;
     c.name[1][1] = h.hi;
   }

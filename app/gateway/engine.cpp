@@ -69,6 +69,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "flows.syn_deferred", s.flows_syn_deferred);
   line(out, p + "flows.reopened_in_burst", s.flows_reopened_in_burst);
   line(out, p + "flows.untracked", s.untracked);
+  line(out, p + "flows.names_forgotten", s.names_forgotten);
   line(out, p + "cache.hits", s.cache_hits);
   line(out, p + "cache.misses", s.cache_misses);
   line(out, p + "flow_drops", s.flow_drops);
@@ -123,6 +124,7 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "flows_syn_deferred", s.flows_syn_deferred);
   rte_tel_data_add_dict_u64(d, "flows_reopened_in_burst", s.flows_reopened_in_burst);
   rte_tel_data_add_dict_u64(d, "flows_untracked", s.untracked);
+  rte_tel_data_add_dict_u64(d, "flows_names_forgotten", s.names_forgotten);
   rte_tel_data_add_dict_u64(d, "cache_hits", s.cache_hits);
   rte_tel_data_add_dict_u64(d, "cache_misses", s.cache_misses);
   rte_tel_data_add_dict_u64(d, "flow_drops", s.flow_drops);

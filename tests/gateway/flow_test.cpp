@@ -309,6 +309,44 @@ TEST_F(Flows, AHostRuleAddedAtRunTimeCutsConnectionsAlreadyOpen) {
   EXPECT_EQ(gw->wait(60s), 0) << gw->err();
 }
 
+// A flow keeps two names (its first and its latest other one): a name that
+// a later one replaces is no longer looked up when a rule is added, and each
+// is counted in flows.names_forgotten, whether the flow's requests named
+// them one by one or one segment pipelined them. A name carried again, first
+// or latest, is none.
+TEST_F(Flows, NamesAFlowNoLongerKeepsAreCounted) {
+  const Conn web{80};
+  auto get = [](const std::string& host) { return "GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n"; };
+  auto requests = [&](const std::vector<std::string>& hosts, bool one_segment) {
+    std::vector<Bytes> in = web.handshake();
+    uint32_t seq = 101;
+    std::string all;
+    for (const std::string& h : hosts) all += get(h);
+    if (one_segment) return cat(in, {web.c2s(0x18, seq, 501).payload(all).frame()});
+    for (const std::string& h : hosts) {
+      in.push_back(web.c2s(0x18, seq, 501).payload(get(h)).frame());
+      seq += static_cast<uint32_t>(get(h).size());
+    }
+    return in;
+  };
+  const std::string rules = "host blocked.example\n";
+  struct Case {
+    std::vector<std::string> hosts;
+    bool one_segment;
+    int forgotten;
+  };
+  for (const Case& c : {Case{{"a.example", "b.example", "c.example"}, false, 1},
+                        Case{{"a.example", "b.example", "c.example", "d.example"}, false, 2},
+                        Case{{"a.example", "b.example", "c.example"}, true, 1},
+                        Case{{"a.example", "b.example", "b.example", "a.example"}, false, 0},
+                        Case{{"a.example", "b.example", "a.example", "b.example"}, true, 0}}) {
+    SCOPED_TRACE(c.hosts.size() + (c.one_segment ? 100 : 0));
+    const auto st = replay(requests(c.hosts, c.one_segment), rules, {"--pps", "50"});
+    EXPECT_EQ(st["flows"]["names_forgotten"], c.forgotten);
+    EXPECT_EQ(st["dropped"], 0);
+  }
+}
+
 // A later name does not wash out the first (an outside check kept both
 // connections below running past `add host` when only the latest name was
 // kept): a request for another host after the download's, a second
