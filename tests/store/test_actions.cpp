@@ -186,6 +186,17 @@ TEST(RuleStoreActions, EveryWritePathJournalsItAndRestartsRestoreIt) {
   s.reset();
   s = open_store(dir.path());
   EXPECT_EQ(action_of(*s, "b1-new"), kReject);
+  // A merge (the same rule in both forms) keeps the present rule's action:
+  // only a newer version writes under the newer key (docs/store.md).
+  moves = {{"o1", "o2", ""}};
+  ASSERT_TRUE(s->move(moves, &res).ok());
+  EXPECT_EQ(res, std::vector<Errc>{Errc::exists});
+  EXPECT_FALSE(s->get("o1").has_value());
+  EXPECT_EQ(action_of(*s, "o2"), 0);
+  s.reset();
+  s = open_store(dir.path());
+  EXPECT_EQ(action_of(*s, "o2"), 0);
+  EXPECT_FALSE(s->get("o1").has_value());
 }
 
 }  // namespace

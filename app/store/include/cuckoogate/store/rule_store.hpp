@@ -306,8 +306,9 @@ class RuleStore {
   // the rule at `from` is deleted and added at `to` with its id, added time,
   // expiry and set, and `text`. When `to` is present already (the same rule
   // stored in both forms), `from` is deleted and the rule at `to` keeps its
-  // id, added time, set and text and takes the longer of the two lifetimes
-  // (no expiry outlives any). results[i]: ok (moved), exists (merged into `to`), absent
+  // id, added time, set, text and action (an add under the newer key came
+  // after the old one's: docs/store.md) and takes the longer of the two
+  // lifetimes (no expiry outlives any). results[i]: ok (moved), exists (merged into `to`), absent
   // (no rule at `from`), invalid_argument (an empty key, from == to, a
   // record too large). The return value is ok or the I/O error; then
   // nothing is applied in memory.
