@@ -501,6 +501,12 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
       if (a != Answer::kContradicts) timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);  // raised
       if (a != Answer::kContradicts && (e.flags & kHandshake) != 0) server_start(e, m.tcp_seq);
       if (a == Answer::kContradicts) bump(cfg_.stats->reasm_conflicts);
+    } else if (m.payload_len == 0 && payload_taken(m.tcp_flags) && (e.flags & kHandshake) != 0 &&
+               reasm::stream_wants(e.inspect, fwd)) {
+      // (The handshake's last ACK, chiefly: a flow's first packet of its
+      // initiator's direction is always classified, off the fast lane.)
+      const TcpOptionMarks o = tcp_option_marks(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m);
+      reasm::stream_pure_ack(stream_of(*flows_, e), fwd, m.tcp_seq, (o.marks & kTcpMarkTimestamps) != 0, o.tsval);
     }
   }
 }

@@ -1099,6 +1099,19 @@ TEST_F(Flows, ACopyItsServerNeverTakesCannotPassTheRealOneOffAsARetransmission) 
     st = replay(cat(hs, {fine}), rules, {"--pps", "50"});
     EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs, {fine}));
     EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+    // Older than the handshake's last ACK (which its server took as its
+    // latest timestamp) but not the SYN's: dropped by PAWS as well (session
+    // 25). One tick older is within the PAWS window: read.
+    const std::vector<Bytes> hs2 = {hs[0], hs[1], k.c2s(0x10, 101, 501).tcp_options(tsopt(1100, 9000)).frame()};
+    const Bytes between = k.c2s(0x18, 101, 501).tcp_options(tsopt(1050, 9000)).payload(fake).frame();
+    const Bytes later = k.c2s(0x18, 101, 501).tcp_options(tsopt(1200, 9000)).payload(real).frame();
+    st = replay(cat(hs2, {between, later}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("drop.pcap")), (std::vector<Bytes>{between, later}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 1);
+    const Bytes tick = k.c2s(0x18, 101, 501).tcp_options(tsopt(1099, 9000)).payload(fake).frame();
+    st = replay(cat(hs2, {tick}), rules, {"--pps", "50"});
+    EXPECT_EQ(read_pcap(path("pass.pcap")), cat(hs2, {tick}));
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
   }
   {  // IPv6: a fake whose hop limit runs out, and one with a destination
      // option its server discards (type 0x9e: "discard if unrecognized")

@@ -734,6 +734,28 @@ TEST(Stream, ClientSegmentsThatArriveOtherwiseThanTheFirstAreAConflict) {
     stream_timestamp_floor(o.ref(), 1000);
     stream_open(o.ref(), kSyn | kAck, 777, kIsn + 1, false);
     EXPECT_EQ(h.client(o, kGet, 0, kGet.size(), true, 40000, 80, ts(5)), Step::kMessages);
+    // The client's pure ACK in order (the handshake's last one) raises it;
+    // one past where the stream's reading stands, the server's, and one
+    // without timestamps do not.
+    Flow p = opened();
+    stream_timestamp_floor(p.ref(), 1000);
+    stream_pure_ack(p.ref(), true, kIsn + 1, true, 1100);
+    EXPECT_EQ(h.client(p, kGet, 0, kGet.size(), true, 40000, 80, ts(1050)), Step::kConflict);
+    Flow q = opened();
+    stream_timestamp_floor(q.ref(), 1000);
+    stream_pure_ack(q.ref(), true, kIsn + 2, true, 1100);
+    stream_pure_ack(q.ref(), false, kIsn + 1, true, 1100);
+    stream_pure_ack(q.ref(), true, kIsn + 1, false, 1100);
+    EXPECT_EQ(h.client(q, kGet, 0, kGet.size(), true, 40000, 80, ts(1050)), Step::kMessages);
+    // While the flow settles both directions are wanted: the server's ACK
+    // still raises nothing of the client's.
+    const std::string junk = "\x7f\x01 not a request line\r\n";
+    Flow t = opened();
+    stream_timestamp_floor(t.ref(), 1000);
+    EXPECT_EQ(h.client(t, junk, 0, junk.size(), true, 40000, 80, ts(1000)), Step::kDone);
+    ASSERT_TRUE(stream_settles(t.bits));
+    stream_pure_ack(t.ref(), false, kIsn + 1, true, 5000);
+    EXPECT_EQ(h.client(t, junk, 0, junk.size(), true, 40000, 80, ts(1050)), Step::kDone);
   }
   {  // without StreamRef::arrival every segment is read as it comes
     Flow f = opened();

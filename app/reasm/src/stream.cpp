@@ -153,6 +153,13 @@ void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept {
   s.arrival[1] |= kFloorKnown;
 }
 
+void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, uint32_t tsval) noexcept {
+  if (!timestamp || (s.bits & (kClientKnown | kNextKnown)) != (kClientKnown | kNextKnown)) return;
+  if (forward != ((s.bits & kClientRev) == 0) || !stream_wants(s.bits, forward)) return;  // not the client's, or not read
+  if (seq_diff(seq, s.next) > 0) return;  // past where the server's reading stands: it may not take the timestamp
+  stream_timestamp_floor(s, tsval);
+}
+
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {
   return !service_port(dport) || service_port(sport);
 }
