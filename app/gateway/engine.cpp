@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <new>
+#include <thread>
 
 #include "gateway/log.hpp"
 #include "gateway/ports.hpp"
@@ -21,8 +22,35 @@ namespace cg {
 namespace {
 
 // For the telemetry callbacks (no user data in 22.11), which run on DPDK's
-// telemetry thread: acquire/release so a callback sees a fully built Engine.
+// telemetry thread: the release store in Engine::start_telemetry and the
+// loads below make a callback see a fully built Engine.
 std::atomic<const Engine*> g_engine{nullptr};
+
+// Telemetry callbacks in flight, so that ~Engine frees nothing one still
+// reads (DPDK 22.11 has no way to unregister a command). A callback counts
+// itself, then loads g_engine; the destructor takes g_engine away, then
+// waits for the count to reach zero. Both pairs are a store then a load of
+// the other variable, so both are seq_cst (a release/acquire pair allows
+// each load to miss the other thread's store, on ARM as on x86's store
+// buffer): either the callback sees nullptr, or the destructor sees it
+// counted. The release decrement orders the callback's reads of the engine
+// before the destructor's acquire (seq_cst) load that sees zero.
+std::atomic<unsigned> g_callbacks{0};
+
+class EngineRef {
+ public:
+  EngineRef() noexcept {
+    g_callbacks.fetch_add(1, std::memory_order_seq_cst);
+    e_ = g_engine.load(std::memory_order_seq_cst);
+  }
+  ~EngineRef() { g_callbacks.fetch_sub(1, std::memory_order_release); }
+  EngineRef(const EngineRef&) = delete;
+  EngineRef& operator=(const EngineRef&) = delete;
+  const Engine* get() const noexcept { return e_; }
+
+ private:
+  const Engine* e_;
+};
 
 void line(std::string& out, const std::string& key, uint64_t v) {
   out += key;
@@ -100,7 +128,8 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
 }
 
 int tel_stats(const char*, const char*, rte_tel_data* d) {
-  const Engine* e = g_engine.load(std::memory_order_acquire);
+  const EngineRef ref;
+  const Engine* e = ref.get();
   if (e == nullptr) return -1;
   const StatsSnapshot s = e->totals();
   rte_tel_data_start_dict(d);
@@ -140,7 +169,8 @@ int tel_stats(const char*, const char*, rte_tel_data* d) {
 }
 
 int tel_info(const char*, const char*, rte_tel_data* d) {
-  const Engine* e = g_engine.load(std::memory_order_acquire);
+  const EngineRef ref;
+  const Engine* e = ref.get();
   if (e == nullptr) return -1;
   std::string text;
   {
@@ -193,7 +223,11 @@ std::string af_packet_iface(uint16_t port) {
 
 Engine::~Engine() {
   const Engine* self = this;
-  g_engine.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+  if (g_engine.compare_exchange_strong(self, nullptr, std::memory_order_seq_cst)) {
+    // A callback that loaded this engine before is still counted: wait for
+    // it (a telemetry answer takes microseconds). See EngineRef.
+    while (g_callbacks.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  }
   stop();
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
