@@ -98,14 +98,15 @@ bool acks_before_server(const Segment& seg) {
 }
 
 // Bytes at a client stream's start that frame_messages() reads as TLS and
-// that may begin a ClientHello: a handshake record of that type, one whose
-// header is cut short, an empty one, or an alert first (Go servers drop a
-// warning alert before a ClientHello). A TLS 1.2 ClientKeyExchange (a
-// TCP Fast Open client's first bytes after its SYN's ClientHello) is none.
+// that may begin a ClientHello: a handshake record header (its version as
+// the inspector takes one) of that type, one cut short, an empty one, or a
+// 2-byte alert first (Go servers drop a warning alert before a ClientHello),
+// as looks_like_client() skips them. A TLS 1.2 ClientKeyExchange (a TCP
+// Fast Open client's first bytes after its SYN's ClientHello) is none, nor
+// is a MySQL login whose length's first byte is 21 (a review found it).
 bool may_begin_hello(const uint8_t* p, std::size_t n) {
-  if (n == 0) return false;
-  if (p[0] == 21) return true;
-  if (p[0] != 22) return false;
+  if (n == 0 || (p[0] != 21 && p[0] != 22) || (n >= 2 && !tls_record_major(p[1]))) return false;
+  if (p[0] == 21) return n < 5 || (p[3] == 0 && p[4] == kTlsAlertLength);
   return n < 6 || p[5] == 1 || (p[3] == 0 && p[4] == 0);
 }
 
@@ -121,7 +122,9 @@ bool may_begin_hello(const uint8_t* p, std::size_t n) {
 bool hello_acks_unsent(const StreamRef& s, const Segment& seg) {
   if (!seg.server_first_known || seq_diff(seg.ack, seg.server_first) <= 0) return false;
   const uint8_t ph = phase(s);
-  if (ph == static_cast<uint8_t>(App::kTls)) return true;
+  // (kTls with tries 3: a second ClientHello after a HelloRetryRequest,
+  // split over segments, which acknowledges the server's answer.)
+  if (ph == static_cast<uint8_t>(App::kTls)) return (s.bits & kTriesMask) != kTriesMask;
   if (ph != 0 || (s.bits & kNextKnown) == 0 || seg.dport == 53) return false;
   const int32_t off = seq_diff(s.next, seg.seq);
   return off >= 0 && static_cast<uint32_t>(off) < seg.len && may_begin_hello(seg.p + off, seg.len - off);
@@ -154,9 +157,13 @@ void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept {
 }
 
 void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, uint32_t tsval) noexcept {
-  if (!timestamp || (s.bits & (kClientKnown | kNextKnown)) != (kClientKnown | kNextKnown)) return;
-  if (forward != ((s.bits & kClientRev) == 0) || !stream_wants(s.bits, forward)) return;  // not the client's, or not read
-  if (seq_diff(seq, s.next) > 0) return;  // past where the server's reading stands: it may not take the timestamp
+  // Before any client byte was read or held (phase undecided, no slot, no
+  // arrival marked): later, a pure ACK handled ahead of its burst's data
+  // segments (the worker tracks a whole burst first) could raise the floor
+  // past a segment sent before it.
+  if (!timestamp || s.arrival == nullptr || (s.arrival[1] & kArrivalKnown) != 0) return;
+  if ((s.bits & (kClientKnown | kNextKnown | kPhaseMask)) != (kClientKnown | kNextKnown) || s.handle != 0) return;
+  if (forward != ((s.bits & kClientRev) == 0) || seq != s.next) return;  // the client's, at the stream's start
   stream_timestamp_floor(s, tsval);
 }
 

@@ -67,13 +67,12 @@ inline constexpr std::size_t kArrivalBytes = 8;
 void stream_timestamp_floor(StreamRef s, uint32_t client_tsval) noexcept;
 // A pure ACK (no payload, no SYN or RST) sent by the flow's initiator
 // (`forward`) or responder, with sequence number `seq` and, if it carries
-// timestamps, TSval `tsval`. A client's, in order (at or before where the
-// stream's next client bytes start) while its stream is read, raises the
-// floor as an in-order segment read does: its server took that timestamp as
-// its latest (RFC 7323 §4.3), so a copy older than it by more than the
-// PAWS window is one the server drops. The handshake's last ACK is the one
-// that matters: a fake between the SYN's timestamp and it was read before.
-// A higher floor only ever makes more copies conflicts.
+// timestamps, TSval `tsval`. A client's at the stream's start, before any
+// of its bytes were read (the handshake's last ACK), raises the floor as an
+// in-order segment read does: its server took that timestamp as its latest
+// (RFC 7323 §4.3), so a copy older than it by more than the PAWS window is
+// one the server drops, and a fake between the SYN's timestamp and it was
+// read before. A higher floor only ever makes more copies conflicts.
 void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, uint32_t tsval) noexcept;
 
 // What the caller knows when it creates a flow entry from a TCP packet.
