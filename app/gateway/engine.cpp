@@ -223,11 +223,14 @@ std::string af_packet_iface(uint16_t port) {
 
 Engine::~Engine() {
   const Engine* self = this;
-  if (g_engine.compare_exchange_strong(self, nullptr, std::memory_order_seq_cst)) {
-    // A callback that loaded this engine before is still counted: wait for
-    // it (a telemetry answer takes microseconds). See EngineRef.
-    while (g_callbacks.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  }
+  g_engine.compare_exchange_strong(self, nullptr, std::memory_order_seq_cst);
+  // A callback that loaded this engine before is still counted: wait for it
+  // (a telemetry answer takes microseconds). See EngineRef. Also when the
+  // exchange failed: another engine registered since may have replaced this
+  // one after a callback loaded it (a review found it; the CAS's seq_cst
+  // read of the newer pointer orders that callback's count before the load
+  // below all the same).
+  while (g_callbacks.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   stop();
   workers_.clear();
   blocklist_.reset();  // before the QSBR variable its exact set refers to
