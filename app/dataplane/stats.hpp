@@ -40,8 +40,8 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> cache_misses{0};   // packets of a tracked flow that were classified
   std::atomic<uint64_t> flow_drops{0};     // of the dropped: by a flow that a rule blocked earlier
   std::atomic<uint64_t> untracked{0};      // packets judged alone (no ports, fragments, no free slot)
-  std::atomic<uint64_t> names_forgotten{0};  // names a flow carried that it no longer keeps (a later
-                                             // one took the latest-name slot, Worker::remember_name)
+  std::atomic<uint64_t> names_forgotten{0};  // kept names a later one replaced (the latest-name slot,
+                                             // Worker::remember_name; a segment's, note_names)
   std::atomic<uint64_t> rejects_sent{0};   // reject replies handed to a port
   std::atomic<uint64_t> rejects_limited{0};  // blocked packets the rate limit left unanswered
   std::atomic<uint64_t> rejects_failed{0}; // replies lost: no mbuf, or the port would not take it

@@ -22,7 +22,7 @@ namespace cg {
 namespace {
 
 // For the telemetry callbacks (no user data in 22.11), which run on DPDK's
-// telemetry thread: the release store in Engine::start_telemetry and the
+// telemetry thread: the release store in Engine::register_telemetry and the
 // loads below make a callback see a fully built Engine.
 std::atomic<const Engine*> g_engine{nullptr};
 
