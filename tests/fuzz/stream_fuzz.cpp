@@ -131,7 +131,7 @@ Run feed(const uint8_t* stream, std::size_t n, const std::vector<Piece>& pieces,
     // handshake record of a ClientHello or empty, each possibly cut short.)
     const uint8_t* q = stream;
     const bool record = (q[0] == 21 || q[0] == 22) && (p.len < 2 || q[1] < 0x10);
-    const bool hello = record && (q[0] == 21 ? p.len < 5 || (q[3] == 0 && q[4] == 2)
+    const bool hello = record && (q[0] == 21 ? (p.len < 4 || q[3] == 0) && (p.len < 5 || q[4] == 2)
                                              : p.len < 6 || q[5] == 1 || (q[3] == 0 && q[4] == 0));
     const bool must_conflict = (k == odd_one && !acks && !server_noise && stream_settles(bits) && p.off < settled_end) ||
                                (odd_ack && k == 0 && p.off == 0 && !midstream && port != 53 && hello);

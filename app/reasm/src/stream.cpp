@@ -103,10 +103,12 @@ bool acks_before_server(const Segment& seg) {
 // 2-byte alert first (Go servers drop a warning alert before a ClientHello),
 // as looks_like_client() skips them. A TLS 1.2 ClientKeyExchange (a TCP
 // Fast Open client's first bytes after its SYN's ClientHello) is none, nor
-// is a MySQL login whose length's first byte is 21 (a review found it).
+// is a MySQL login whose length's first byte is 21 (a review found it; its
+// fourth byte, the sequence number 1, tells it from an alert's length once
+// it is there: cut in its first three bytes, it is taken for one).
 bool may_begin_hello(const uint8_t* p, std::size_t n) {
   if (n == 0 || (p[0] != 21 && p[0] != 22) || (n >= 2 && !tls_record_major(p[1]))) return false;
-  if (p[0] == 21) return n < 5 || (p[3] == 0 && p[4] == kTlsAlertLength);
+  if (p[0] == 21) return (n < 4 || p[3] == 0) && (n < 5 || p[4] == kTlsAlertLength);
   return n < 6 || p[5] == 1 || (p[3] == 0 && p[4] == 0);
 }
 
