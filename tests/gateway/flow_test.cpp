@@ -1246,6 +1246,35 @@ TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
   }
 }
 
+// TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes
+// no flow), and the flow's stream starts past it. After a HelloRetryRequest
+// a client in middlebox-compatibility mode sends a ChangeCipherSpec, then its
+// second ClientHello, which its server acts on: it is read and judged (an
+// outside check found it unread, the stream taken for something else).
+TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) {
+  const Conn k;
+  const Bytes first = tls_client_hello("fine.example");
+  const auto start = 101 + static_cast<uint32_t>(first.size());
+  const Bytes syn = k.c2s(0x02, 100, 0).payload(first).frame();
+  const Bytes syn_ack = k.s2c(0x12, 500, start).frame();
+  const Bytes ack = k.c2s(0x10, start, 501).frame();
+  const std::string retry(99, '\x16');  // (the server's HelloRetryRequest: not read)
+  const Bytes hrr = k.s2c(0x18, 501, start).payload(retry).frame();
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  const std::string rules = "host blocked.example\n";
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    const Bytes second = tls_client_hello(host);
+    const Bytes flight = k.c2s(0x18, start, 501 + 99).payload(ccs + std::string(second.begin(), second.end())).frame();
+    const auto st = replay({syn, syn_ack, ack, hrr, flight}, rules, {"--pps", "50"});
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+    if (host == "fine.example") {
+      EXPECT_EQ(passed(), (std::vector<Bytes>{syn, syn_ack, ack, hrr, flight}));
+    } else {
+      EXPECT_EQ(dropped(), std::vector<Bytes>{flight});
+    }
+  }
+}
+
 // A client can forge its server's acknowledgement of the fake's bytes to end
 // the settling (a packet from the server's address, sent from the client's
 // side; a router would send it back through the gateway from the server's).

@@ -988,6 +988,36 @@ TEST(Stream, AClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
   }
 }
 
+// A stream that begins with a ChangeCipherSpec is TLS whose first
+// ClientHello rode in the SYN (TCP Fast Open; the stream starts past it):
+// after a HelloRetryRequest a client in middlebox-compatibility mode sends
+// one, then its second ClientHello, which is read as after a first one
+// (an outside check found it unread: the stream was taken for HTTP and
+// done). Encrypted records after the ChangeCipherSpec end the inspection.
+TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
+  const Bytes hs = in_records(client_hello("www.blocked.example"), 16384);
+  const std::string hello(hs.begin(), hs.end());
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  auto seg = [](Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len) {
+    const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
+                    static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, 900, kSideUnknown, true, 778};
+    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
+  };
+  Harness h;
+  Flow f = opened();
+  EXPECT_EQ(seg(h, f, ccs + hello, 0, ccs.size() + hello.size()), Step::kMessages);
+  ASSERT_EQ(h.got.size(), 1u);
+  EXPECT_EQ(h.got[0], hello);
+  Flow g = opened();  // the two in segments of their own
+  EXPECT_EQ(seg(h, g, ccs + hello, 0, ccs.size()), Step::kSkip);
+  EXPECT_EQ(seg(h, g, ccs + hello, ccs.size(), hello.size()), Step::kMessages);
+  EXPECT_EQ(h.got.size(), 2u);
+  Flow k = opened();  // encrypted data behind it: done
+  const std::string data = ccs + std::string("\x17\x03\x03\x00\x02zz", 7);
+  EXPECT_EQ(seg(h, k, data, 0, data.size()), Step::kDone);
+  EXPECT_EQ(h.insp.counters().conflicts, 0u);
+}
+
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.

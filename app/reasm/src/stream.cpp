@@ -325,8 +325,14 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       // record (its length's first byte is 22), with a header that can
       // read as a ClientHello's.
       // (An alert record first is TLS too: Go servers drop warning alerts
-      // before a ClientHello.)
-      ph = static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 || q[0] == 21 ? App::kTls : App::kHttp);
+      // before a ClientHello.) A ChangeCipherSpec first is a TLS stream whose
+      // ClientHello rode in its SYN (TCP Fast Open): after a
+      // HelloRetryRequest, a client in middlebox-compatibility mode sends one,
+      // then its second ClientHello, which its server acts on; it is read as
+      // after a first one (an outside check found it unread).
+      ph = q[0] == 20 && dport != 53
+               ? kTlsAfterHello
+               : static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 || q[0] == 21 ? App::kTls : App::kHttp);
       set_phase(s, ph);
     }
     if (ph == kTlsAfterHello) {
