@@ -579,6 +579,41 @@ TEST(FlowTable, ABareSynCreatesNoEntryAndItsSynAckCreatesItForTheClient) {
   EXPECT_EQ(t->stats().created, 3u);
 }
 
+// A SYN or SYN-ACK that finds only its own flow's expired entry (the same
+// 5-tuple reused once the old connection timed out) is what it would be
+// without it: the SYN waits, its SYN-ACK creates the flow for the client.
+// (The stale slot was filled in place from the SYN, which anchored the
+// client stream at the SYN's sequence number.)
+TEST(FlowTable, ASynOnItsFlowsExpiredEntryWaitsForItsAnswerToo) {
+  FlowTableConfig c = config();
+  c.track_bare_syn = false;
+  auto t = make_table(c);
+  track(*t, tcp(7, false, kTcpSyn), 0);
+  ASSERT_NE(track(*t, tcp(7, true, kTcpSyn | kTcpAck), 0).entry, nullptr);
+  track(*t, tcp(7, false, kTcpRst), 1);  // closed: 10 s
+  const uint64_t later = 12 * kHz;
+  const FlowResult syn = track(*t, tcp(7, false, kTcpSyn), later);
+  EXPECT_EQ(syn.entry, nullptr);
+  EXPECT_TRUE(syn.deferred);
+  EXPECT_EQ(t->stats().expired, 1u);
+  EXPECT_EQ(t->stats().active, 0u);
+  EXPECT_EQ(t->stats().syn_deferred, 2u);
+  const FlowResult sa = track(*t, tcp(7, true, kTcpSyn | kTcpAck), later + 1);
+  ASSERT_NE(sa.entry, nullptr);
+  EXPECT_TRUE(sa.created);
+  EXPECT_EQ(sa.dir, Dir::kReverse);
+  EXPECT_EQ(sa.state, FlowState::kTcpEstablished);
+  // Expired again, the SYN-ACK alone (its SYN not seen) makes the same flow.
+  track(*t, tcp(7, false, kTcpRst), later + 2);
+  const FlowResult again = track(*t, tcp(7, true, kTcpSyn | kTcpAck), 2 * later);
+  ASSERT_NE(again.entry, nullptr);
+  EXPECT_TRUE(again.created);
+  EXPECT_EQ(again.dir, Dir::kReverse);
+  EXPECT_TRUE(again.replied);
+  EXPECT_EQ(t->stats().expired, 2u);
+  EXPECT_EQ(t->stats().active, 1u);
+}
+
 TEST(FlowTable, ASynFloodDoesNotTouchTheTableWhenBareSynsWait) {
   FlowTableConfig c = config(1024);
   c.track_bare_syn = false;

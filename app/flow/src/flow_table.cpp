@@ -239,16 +239,20 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
   Bucket& b = buckets_[h & mask_];
   const uint16_t sig = signature(h);
   int found = find_slot(b, key, h);
+  if (found >= 0 && expired(b, static_cast<unsigned>(found), t)) {
+    // A stale entry of the same flow: freed, and the packet is then what it
+    // would be without it (below), so that a bare SYN waits for its answer
+    // and a SYN-ACK's receiver is the initiator here too. (Filled in place,
+    // the SYN anchored the client stream at its sequence number: a TCP Fast
+    // Open server's SYN-ACK, acknowledging the SYN's data, then contradicted
+    // it and the client's data was dropped.)
+    add(CG_FLOW_COUNTER(expired));
+    add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
+    clear_slot(b, static_cast<unsigned>(found));
+    found = -1;
+  }
   if (found >= 0) {
     const auto i = static_cast<unsigned>(found);
-    if (expired(b, i, t)) {  // a stale entry of the same flow: start afresh in its slot
-      add(CG_FLOW_COUNTER(expired));
-      add(CG_FLOW_COUNTER(active), static_cast<uint64_t>(-1));
-      add(CG_FLOW_COUNTER(misses));
-      clear_slot(b, i);
-      fill(b, i, key, sig, side, tcp_flags, t, pin, r);
-      return;
-    }
     uint8_t bits = b.bits[i];
     const auto d = static_cast<Dir>(static_cast<uint8_t>(side) ^ (bits & kInitB));
     if (d == Dir::kReverse) bits |= kReplied;
