@@ -420,6 +420,21 @@ uint8_t Worker::first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) c
   return m.payload_off < rte_pktmbuf_data_len(mb) ? frame[m.payload_off] : 0;
 }
 
+// A SYN whose data (TCP Fast Open) leaves a message unfinished: the SYN is
+// judged alone and the flow's stream starts past its bytes, so the rest of
+// that message would start the stream in its middle and go unread, a name
+// in it with it (docs/reassembly.md, "Fast Open"). Such a SYN is dropped: a
+// Linux client then sends a SYN without data (its data goes after the
+// handshake, where it is read whole). Only with flows (no stream otherwise).
+bool Worker::fast_open_cut(const uint8_t* frame, const rte_mbuf* mb, const PacketMeta& m) const {
+  if (flows_ == nullptr || m.proto != kProtoTcp || m.payload_len == 0 ||
+      (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck | flow::kTcpRst)) != flow::kTcpSyn)
+    return false;
+  const uint32_t len = rte_pktmbuf_data_len(mb);
+  const uint32_t n = m.payload_off < len ? std::min<uint32_t>(m.payload_len, len - m.payload_off) : 0;
+  return !reasm::fast_open_data_whole(frame + m.payload_off, n, m.dport, s_->tls, sizeof s_->tls);
+}
+
 // The fast lane. From the head of the burst, every packet whose flow holds
 // a current pass for its direction and that needs nothing looked at — the
 // steady state of a passing connection: a segment without SYN, FIN or RST,
@@ -1172,6 +1187,10 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       note_names(i, s.keys[i]);
     } else {
       classify_meta(frame, m, s.keys[i]);
+    }
+    if (!spoofed && fast_open_cut(frame, pkts[i], m)) {
+      s.inspect_drop[i] = true;
+      bump(st.reasm_fast_open_cut);
     }
     if (tracked) flow_name(i, kinds);
     nk = gather_keys(i, kinds, nk);

@@ -166,6 +166,7 @@ class Worker {
   void timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::FlowEntry& e);
   bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen, bool spoofed);
   uint8_t first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) const;
+  bool fast_open_cut(const uint8_t* frame, const rte_mbuf* mb, const PacketMeta& m) const;
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);
   unsigned confirm_hit(uint16_t i, unsigned k, uint32_t kinds);
   struct MessageSink;

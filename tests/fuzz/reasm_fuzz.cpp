@@ -15,6 +15,8 @@
 //   stream's bytes never shows;
 // - when no segment overflowed and every byte from the slot's start was sent,
 //   the whole stream is assembled;
+// - fast_open_data_whole() never calls bytes whole whose first message its
+//   detector says needs more;
 // - the detectors agree with the unsegmented stream: on any prefix they say
 //   "need more" or what they say on the whole stream (the same verdict, the
 //   same offsets, the same ClientHello), so segmentation never changes one.
@@ -26,6 +28,7 @@
 
 #include "cuckoogate/reasm/first_flight.hpp"
 #include "cuckoogate/reasm/pool.hpp"
+#include "cuckoogate/reasm/stream.hpp"
 
 namespace {
 
@@ -71,6 +74,16 @@ Verdicts detect(const uint8_t* p, std::size_t n, uint8_t* scratch) {
   if (v.dns.status == Frame::kComplete)
     check(v.dns.message == p + 2 && v.dns.next == v.dns.message_len + 2 && v.dns.next <= n &&
           v.dns.skip == (v.dns.message_len < kDnsHeader));
+  // The same bytes as a TCP Fast Open SYN's: whole only if the first message
+  // the stream would read is (its detector's verdict above, on these bytes).
+  if (n != 0) {
+    if (fast_open_data_whole(p, n, 53, scratch, kTlsScratch)) check(v.dns.status == Frame::kComplete);
+    const bool tls = p[0] == 21 || p[0] == 22, http = p[0] != 20 && !tls;
+    if (fast_open_data_whole(p, n, 443, scratch, kTlsScratch)) {
+      if (tls) check(v.tls.status == Frame::kComplete || v.tls.status == Frame::kInvalid);
+      if (http && n <= 1024) check(v.http.status != Frame::kNeedMore);
+    }
+  }
   return v;
 }
 
@@ -96,7 +109,7 @@ void consistent(const Verdicts& part, const Verdicts& whole) {
   }
 }
 
-struct Segment {
+struct Piece {  // (not Segment: stream.hpp has one)
   uint32_t off;
   uint32_t len;
   uint8_t flags;
@@ -136,7 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::vector<uint8_t> buf;
   for (std::size_t i = 0; i < nseg; ++i) {
     const uint8_t* d = desc + i * 5;
-    Segment s{static_cast<uint32_t>(d[0] << 8 | d[1]) % static_cast<uint32_t>(slen),
+    Piece s{static_cast<uint32_t>(d[0] << 8 | d[1]) % static_cast<uint32_t>(slen),
               static_cast<uint32_t>(d[2] << 8 | d[3]), d[4]};
     s.len = std::min<uint32_t>(s.len % 1500, static_cast<uint32_t>(slen - s.off));
     buf.assign(stream.begin() + s.off, stream.begin() + s.off + s.len);

@@ -1275,6 +1275,53 @@ TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) 
   }
 }
 
+// TCP Fast Open: a SYN's bytes are judged alone and the flow's stream
+// starts past them, so a message begun in the SYN and finished after the
+// handshake was read by nobody: a ClientHello whose server name came after
+// the cut, or an HTTP request whose Host line did, passed (an outside check
+// confirmed it). A SYN whose data leaves a message unfinished is dropped
+// and counted; its client's next SYN (Linux's carries no data) opens a
+// connection whose bytes are all read. A SYN with whole messages passes, and
+// what it carries is judged.
+TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
+  const std::string rules = "host blocked.example\n";
+  const Conn k;
+  const Bytes hello = tls_client_hello("blocked.example");
+  const Conn web{80};
+  const std::string get = "GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n";
+  struct Case {
+    const Conn& c;
+    std::string bytes;
+    std::size_t cut;
+  };
+  const std::string hello_s(hello.begin(), hello.end());
+  for (const Case& t : {Case{k, hello_s, 11}, Case{k, hello_s, hello_s.size() - 1}, Case{web, get, 17}}) {
+    SCOPED_TRACE(t.cut);
+    const auto cut = static_cast<uint32_t>(t.cut);
+    const Bytes syn = t.c.c2s(0x02, 100, 0).payload(t.bytes.substr(0, t.cut)).frame();
+    const Bytes syn_ack = t.c.s2c(0x12, 500, 101 + cut).frame();
+    const Bytes ack = t.c.c2s(0x10, 101 + cut, 501).frame();
+    const Bytes rest = t.c.c2s(0x18, 101 + cut, 501).payload(t.bytes.substr(t.cut)).frame();
+    auto st = replay({syn, syn_ack, ack, rest}, rules, {"--pps", "50"});
+    EXPECT_EQ(dropped(), std::vector<Bytes>{syn});
+    EXPECT_EQ(st["reassembly"]["fast_open_cut"], 1);
+    // The retry: a SYN without data, the message after the handshake, judged whole.
+    st = replay(cat(t.c.handshake(), {t.c.data(t.bytes)}), rules, {"--pps", "50"});
+    EXPECT_EQ(passed(), t.c.handshake());
+    EXPECT_EQ(st["reassembly"]["fast_open_cut"], 0);
+  }
+  // Whole messages in the SYN: judged there, passed or dropped by their names.
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    const Bytes whole = tls_client_hello(host);
+    const std::string req = "GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+    for (const Bytes& syn : {k.c2s(0x02, 100, 0).payload(whole).frame(), web.c2s(0x02, 100, 0).payload(req).frame()}) {
+      const auto st = replay({syn}, rules, {"--pps", "50"});
+      EXPECT_EQ(st["reassembly"]["fast_open_cut"], 0);
+      EXPECT_EQ(passed().size(), host == "fine.example" ? 1u : 0u);
+    }
+  }
+}
+
 // A client can forge its server's acknowledgement of the fake's bytes to end
 // the settling (a packet from the server's address, sent from the client's
 // side; a router would send it back through the gateway from the server's).

@@ -1021,6 +1021,76 @@ TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.
+// TCP Fast Open: a SYN's bytes are judged alone and the stream starts after
+// them, so they must end where a message ends. Every cut of a ClientHello
+// (in one record or two), of pipelined HTTP requests and their bodies, and
+// of DNS-over-TCP queries leaves one unfinished; whole ones do not; bytes no
+// stream reads as a request are not asked about.
+TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
+  Bytes scratch(kTlsScratch);
+  auto whole = [&](const Bytes& b, std::size_t n, uint16_t dport = 443) {
+    return fast_open_data_whole(b.data(), n, dport, scratch.data(), scratch.size());
+  };
+  auto whole_s = [&](const std::string& t, uint16_t dport = 80) {
+    return fast_open_data_whole(reinterpret_cast<const uint8_t*>(t.data()), t.size(), dport, scratch.data(),
+                                scratch.size());
+  };
+  EXPECT_TRUE(whole({}, 0));
+  const Bytes hs = client_hello("www.blocked.example");
+  for (const Bytes& tls : {in_records(hs, 16384), two_records(hs, 700)}) {
+    EXPECT_TRUE(whole(tls, tls.size()));
+    for (std::size_t cut = 1; cut < tls.size(); ++cut) {
+      SCOPED_TRACE(cut);
+      ASSERT_FALSE(whole(tls, cut));
+    }
+    Bytes alert_first = {21, 3, 3, 0, 2, 1, 0};  // a warning alert, then the ClientHello
+    append(alert_first, tls);
+    EXPECT_TRUE(whole(alert_first, alert_first.size()));
+    EXPECT_FALSE(whole(alert_first, 7));
+    EXPECT_FALSE(whole(alert_first, alert_first.size() - 1));
+    Bytes early = tls;  // 0-RTT data behind it: whole records only
+    append(early, Bytes{23, 3, 3, 0, 4, 1, 2, 3, 4});
+    EXPECT_TRUE(whole(early, early.size()));
+    EXPECT_FALSE(whole(early, early.size() - 2));
+  }
+  // Records whole but the ClientHello's rest in a record after the SYN: the
+  // stream would read that record as the start of another.
+  const Bytes split = two_records(hs, 700);
+  EXPECT_FALSE(whole(split, 5 + 700));
+  // A ChangeCipherSpec first (a second flight): records whole.
+  const Bytes ccs = {20, 3, 3, 0, 1, 1};
+  EXPECT_TRUE(whole(ccs, ccs.size()));
+  EXPECT_FALSE(whole(ccs, 5));
+  // HTTP: heads, bodies by length and chunked, pipelined.
+  const std::string get = "GET / HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
+  const std::string post = "POST /a HTTP/1.1\r\nHost: fine.example\r\nContent-Length: 10\r\n\r\n0123456789";
+  const std::string chunked =
+      "POST /b HTTP/1.1\r\nHost: fine.example\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+  for (const std::string& first : {get, post, chunked}) {
+    for (const std::string& t : {first, first + get}) {
+      EXPECT_TRUE(whole_s(t)) << t;
+      for (std::size_t cut = 1; cut < t.size(); ++cut)
+        ASSERT_EQ(whole_s(t.substr(0, cut)), cut == first.size()) << t << " cut at " << cut;
+    }
+  }
+  // A body length the stream cannot read: it drops what follows such a head,
+  // which a stream starting after the SYN would not know to do.
+  EXPECT_FALSE(whole_s("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"));
+  EXPECT_TRUE(whole_s("SSH-2.0-OpenSSH_9.2\r\n", 22));  // no request: no stream reads it
+  EXPECT_TRUE(whole_s(get + "\x01\x02 not a request"));
+  // DNS over TCP (port 53 whatever the bytes).
+  Bytes dns = dns_query("a.example", 1);
+  append(dns, dns_query("www.blocked.example", 2));
+  EXPECT_TRUE(whole(dns, dns.size(), 53));
+  for (std::size_t cut = 1; cut < dns.size(); ++cut) {
+    if (cut == dns_query("a.example", 1).size()) {
+      EXPECT_TRUE(whole(dns, cut, 53));
+      continue;
+    }
+    ASSERT_FALSE(whole(dns, cut, 53)) << cut;
+  }
+}
+
 TEST(Stream, TooManyMessagesInOneSegmentDropTheClientData) {
   const std::string tiny = "GET / HTTP/1.1\n\n";
   std::string s;

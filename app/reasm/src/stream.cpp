@@ -169,6 +169,69 @@ void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, ui
   stream_timestamp_floor(s, tsval);
 }
 
+namespace {
+
+// Every TLS record in [p, n) whole (5-byte header, its length's bytes).
+bool tls_records_whole(const uint8_t* p, std::size_t n) {
+  std::size_t pos = 0;
+  while (n - pos >= kTlsRecordHeader) {
+    const std::size_t len = std::size_t{p[pos + 3]} << 8 | p[pos + 4];
+    if (n - pos - kTlsRecordHeader < len) return false;
+    pos += kTlsRecordHeader + len;
+  }
+  return pos == n;
+}
+
+// Every request in [p, n) whole, head and body, as frame_messages() steps
+// from one to the next (a body whose length cannot be read ends the reading
+// there: what follows it is dropped, so a SYN's data must not go on past it).
+bool http_requests_whole(const uint8_t* p, std::size_t n) {
+  std::size_t pos = 0;
+  while (pos < n) {
+    const HttpHead h = detect_http_head(p + pos, n - pos);
+    if (h.status == Frame::kInvalid) return true;  // no request: the stream gives up here
+    if (h.status != Frame::kComplete || h.body == HttpBody::kUnknown) return false;
+    if (h.body == HttpBody::kChunked) {
+      std::size_t end = 0;
+      const Frame f = find_chunked_end(p + pos + h.head_end, n - pos - h.head_end, &end);
+      if (f == Frame::kInvalid) return true;  // the stream gives up on such a body
+      if (f != Frame::kComplete) return false;
+      pos += h.head_end + end;
+    } else {
+      if (h.next > n - pos) return false;  // the body goes on after the SYN
+      pos += static_cast<std::size_t>(h.next);
+    }
+  }
+  return true;
+}
+
+bool dns_messages_whole(const uint8_t* p, std::size_t n) {
+  std::size_t pos = 0;
+  while (pos < n) {
+    const DnsMessage d = detect_dns_tcp(p + pos, n - pos);
+    if (d.status != Frame::kComplete) return false;
+    pos += d.next;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
+                          std::size_t scratch_cap) noexcept {
+  if (n == 0) return true;
+  // The phase segment() would give a stream starting with these bytes.
+  if (p[0] == 20 && dport != 53) return tls_records_whole(p, n);  // a second flight: records only
+  if (dport == 53) return dns_messages_whole(p, n);
+  if (p[0] == 21 || p[0] == 22) {
+    // A ClientHello split over records must be finished too: the stream
+    // would take the record holding its rest for the start of another.
+    const TlsClientHello ch = detect_tls_client_hello(p, n, scratch, scratch_cap);
+    return ch.status != Frame::kNeedMore && ch.status != Frame::kTooLarge && tls_records_whole(p, n);
+  }
+  return http_requests_whole(p, n);
+}
+
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {
   return !service_port(dport) || service_port(sport);
 }

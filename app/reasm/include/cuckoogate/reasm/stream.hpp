@@ -82,6 +82,22 @@ void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, ui
 // the stream starts at its ack number. Anything else: nothing is known.
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept;
 
+// TCP Fast Open (RFC 7413): the `n` bytes `p` a client's SYN carries to
+// port `dport`. The gateway judges them alone (a SYN makes no flow) and the
+// flow's stream starts where the server's SYN-ACK acknowledges, past them if
+// the server took them. True if they end where a message of the protocol the
+// stream would read ends, as segment() decides it from the first byte: every
+// TLS record whole and a ClientHello among them finished (after a 2-byte
+// alert or a ChangeCipherSpec too), every DNS-over-TCP message whole, every
+// HTTP request whole with its body (bytes that are no request: true, no
+// stream reads them). False if the rest of a message would come after the
+// handshake, where the stream, starting in its middle, cannot read it: a
+// name there would pass (docs/reassembly.md, "Fast Open"). `scratch`:
+// kTlsScratch bytes for a ClientHello split over records. Reads [p, p + n)
+// only; work linear in n.
+bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
+                          std::size_t scratch_cap) noexcept;
+
 // Whether a SYN-ACK sent from port `sport` to port `dport` may tell a flow's
 // client and start: not one sent to a service port (below 1024, 8080, 8443,
 // ...) from a port that is not one. A server answers from its service port;
