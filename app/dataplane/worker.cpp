@@ -82,6 +82,7 @@ struct WorkerScratch {
   Key128 names[kBurst][2];        // the first and the latest name packet i's inspection read (note_names)
   uint8_t nnames[kBurst];
   bool control_bad[kBurst];       // a FIN, RST or SYN-ACK whose bad checksum ignore_bad_control() found
+  bool fast_open_cut[kBurst];     // a SYN whose data leaves a message unfinished (fast_open())
   PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
@@ -420,19 +421,37 @@ uint8_t Worker::first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) c
   return m.payload_off < rte_pktmbuf_data_len(mb) ? frame[m.payload_off] : 0;
 }
 
-// A SYN whose data (TCP Fast Open) leaves a message unfinished: the SYN is
-// judged alone and the flow's stream starts past its bytes, so the rest of
-// that message would start the stream in its middle and go unread, a name
-// in it with it (docs/reassembly.md, "Fast Open"). Such a SYN is dropped: a
-// Linux client then sends a SYN without data (its data goes after the
-// handshake, where it is read whole). Only with flows (no stream otherwise).
-bool Worker::fast_open_cut(const uint8_t* frame, const rte_mbuf* mb, const PacketMeta& m) const {
-  if (flows_ == nullptr || m.proto != kProtoTcp || m.payload_len == 0 ||
-      (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck | flow::kTcpRst)) != flow::kTcpSyn)
-    return false;
+// Packet i, a SYN with data (TCP Fast Open), of the flow with hash `h`
+// (docs/reassembly.md, "Fast Open"). The SYN is judged alone and the flow's
+// stream starts past its bytes, so if they leave a message unfinished, its
+// rest would start the stream in its middle and go unread, a name in it with
+// it: such a SYN is marked to be dropped (a Linux client then sends a SYN
+// without data, and its data after the handshake, where it is read whole).
+// A whole ClientHello in a SYN that waits for its answer (`deferred`: it
+// made no entry) is remembered until the SYN-ACK that opens the flow
+// (hello_taken()).
+void Worker::fast_open(uint16_t i, const rte_mbuf* mb, const PacketMeta& m, uint64_t h, bool deferred) {
   const uint32_t len = rte_pktmbuf_data_len(mb);
   const uint32_t n = m.payload_off < len ? std::min<uint32_t>(m.payload_len, len - m.payload_off) : 0;
-  return !reasm::fast_open_data_whole(frame + m.payload_off, n, m.dport, s_->tls, sizeof s_->tls);
+  bool hello = false;
+  s_->fast_open_cut[i] = !reasm::fast_open_data_whole(rte_pktmbuf_mtod(mb, const uint8_t*) + m.payload_off, n,
+                                                       m.dport, s_->tls, sizeof s_->tls, &hello);
+  if (!hello || !deferred) return;
+  FastOpenHello& f = hellos_[(h >> 32) % kFastOpenHellos];
+  if (f.hash != 0 && f.hash != h) bump(cfg_.stats->reasm_fast_open_forgotten);  // another SYN's, not answered yet
+  f = {h, m.tcp_seq + 1 + m.payload_len};
+}
+
+// Whether the SYN-ACK with acknowledgement number `ack` that opens the flow
+// with hash `h` acknowledges a whole ClientHello its SYN carried (fast_open()):
+// the server took it, and the flow's stream starts after it. The memo is
+// spent either way.
+bool Worker::hello_taken(uint64_t h, uint32_t ack) {
+  FastOpenHello& f = hellos_[(h >> 32) % kFastOpenHellos];
+  if (f.hash != h) return false;
+  const bool taken = f.end == ack;
+  f = {};
+  return taken;
 }
 
 // The fast lane. From the head of the burst, every packet whose flow holds
@@ -487,6 +506,9 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     const PacketMeta& m = s.meta[i];
+    if (m.proto == kProtoTcp && m.payload_len != 0 &&
+        (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck | flow::kTcpRst)) == flow::kTcpSyn)
+      fast_open(i, pkts[i], m, s.fh[s.flow[i]], r.deferred);
     // The side each direction comes in from: the creating packet's tells.
     if (r.entry != nullptr && r.created) r.entry->flags |= side_bit(r.dir);
     if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
@@ -506,7 +528,10 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
       if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) {
         e.flags |= kHandshake;
         timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
-        if ((m.tcp_flags & kSynAck) == kSynAck) server_start(e, m.tcp_seq);
+        if ((m.tcp_flags & kSynAck) == kSynAck) {
+          server_start(e, m.tcp_seq);
+          if (hello_taken(s.fh[s.flow[i]], m.tcp_ack)) reasm::stream_hello_taken(stream_of(*flows_, e));
+        }
       }
     } else if ((m.tcp_flags & kSynAck) == kSynAck) {
       using Answer = reasm::StreamInspector::Answer;
@@ -1144,6 +1169,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       s.fp[j].no_state = false;
     }
     s.control_bad[i] = false;
+    s.fast_open_cut[i] = false;
     if (check_controls && s.flow[i] >= 0) ignore_bad_control(i, pkts[i]);
   }
   if (flows_ != nullptr) track_flows(pkts, first, n, nf, now);
@@ -1188,7 +1214,7 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     } else {
       classify_meta(frame, m, s.keys[i]);
     }
-    if (!spoofed && fast_open_cut(frame, pkts[i], m)) {
+    if (!spoofed && s.fast_open_cut[i]) {
       s.inspect_drop[i] = true;
       bump(st.reasm_fast_open_cut);
     }

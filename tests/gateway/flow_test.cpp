@@ -1248,10 +1248,17 @@ TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
 
 // TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes
 // no flow), and the flow's stream starts past it. After a HelloRetryRequest
-// a client in middlebox-compatibility mode sends a ChangeCipherSpec, then its
-// second ClientHello, which its server acts on: it is read and judged (an
-// outside check found it unread, the stream taken for something else).
-TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) {
+// the client sends its second ClientHello, which its server acts on: it is
+// read and judged, whether a ChangeCipherSpec comes before it (a client in
+// middlebox-compatibility mode: an outside check found it unread, the stream
+// taken for something else) or not (the worker remembers the SYN's whole
+// ClientHello until the SYN-ACK that acknowledges it, and the stream starts
+// as after a first one; before, the second one read as a first one that
+// acknowledges bytes its server never sent, a conflict that dropped a real
+// client's connection). If the server did not take the SYN's ClientHello
+// (the SYN-ACK acknowledges the SYN alone), the client sends it again and it
+// is read as the first.
+TEST_F(Flows, AFastOpenClientsSecondClientHelloIsJudged) {
   const Conn k;
   const Bytes first = tls_client_hello("fine.example");
   const auto start = 101 + static_cast<uint32_t>(first.size());
@@ -1262,16 +1269,38 @@ TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) 
   const Bytes hrr = k.s2c(0x18, 501, start).payload(retry).frame();
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
   const std::string rules = "host blocked.example\n";
-  for (const std::string host : {"fine.example", "blocked.example"}) {
-    const Bytes second = tls_client_hello(host);
-    const Bytes flight = k.c2s(0x18, start, 501 + 99).payload(ccs + std::string(second.begin(), second.end())).frame();
-    const auto st = replay({syn, syn_ack, ack, hrr, flight}, rules, {"--pps", "50"});
-    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
-    if (host == "fine.example") {
-      EXPECT_EQ(passed(), (std::vector<Bytes>{syn, syn_ack, ack, hrr, flight}));
-    } else {
-      EXPECT_EQ(dropped(), std::vector<Bytes>{flight});
+  for (const bool with_ccs : {true, false}) {
+    for (const std::string host : {"fine.example", "blocked.example"}) {
+      SCOPED_TRACE(host + (with_ccs ? ", ChangeCipherSpec first" : ", no ChangeCipherSpec"));
+      const Bytes second = tls_client_hello(host);
+      const Bytes flight =
+          k.c2s(0x18, start, 501 + 99).payload((with_ccs ? ccs : "") + std::string(second.begin(), second.end())).frame();
+      for (const bool paced : {true, false}) {  // (unpaced: the SYN and its SYN-ACK in one burst)
+        const auto st = replay({syn, syn_ack, ack, hrr, flight}, rules, paced ? std::vector<std::string>{"--pps", "50"}
+                                                                             : std::vector<std::string>{});
+        EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+        if (host == "fine.example") {
+          EXPECT_EQ(passed(), (std::vector<Bytes>{syn, syn_ack, ack, hrr, flight}));
+        } else {
+          EXPECT_EQ(dropped(), std::vector<Bytes>{flight});
+        }
+      }
     }
+  }
+  // Not taken: the SYN-ACK acknowledges the SYN alone; the ClientHello comes
+  // again after the handshake and is the first one read, and a second one
+  // after a HelloRetryRequest is judged too (read as the second, the resent
+  // first would have ended inspection before it).
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    SCOPED_TRACE(host + ", not taken");
+    const Bytes again = k.c2s(0x18, 101, 501).payload(first).frame();
+    const Bytes later = k.s2c(0x18, 501, start).payload(retry).frame();
+    const Bytes second = k.c2s(0x18, start, 501 + 99).payload(tls_client_hello(host)).frame();
+    const std::vector<Bytes> conn = {syn, k.s2c(0x12, 500, 101).frame(), k.c2s(0x10, 101, 501).frame(), again,
+                                     later, second};
+    const auto st = replay(conn, rules, {"--pps", "50"});
+    EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+    EXPECT_EQ(passed().size(), host == "fine.example" ? 6u : 5u);
   }
 }
 
@@ -1279,10 +1308,11 @@ TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) 
 // starts past them, so a message begun in the SYN and finished after the
 // handshake was read by nobody: a ClientHello whose server name came after
 // the cut, or an HTTP request whose Host line did, passed (an outside check
-// confirmed it). A SYN whose data leaves a message unfinished is dropped
-// and counted; its client's next SYN (Linux's carries no data) opens a
-// connection whose bytes are all read. A SYN with whole messages passes, and
-// what it carries is judged.
+// confirmed it). So did a second request pipelined behind a whole one in
+// the SYN (classification reads the first). A SYN whose data leaves a
+// message unfinished, or holds a second one, is dropped and counted; its
+// client's next SYN (Linux's carries no data) opens a connection whose bytes
+// are all read. A SYN with one whole message passes, and that is judged.
 TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
   const std::string rules = "host blocked.example\n";
   const Conn k;
@@ -1295,7 +1325,9 @@ TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
     std::size_t cut;
   };
   const std::string hello_s(hello.begin(), hello.end());
-  for (const Case& t : {Case{k, hello_s, 11}, Case{k, hello_s, hello_s.size() - 1}, Case{web, get, 17}}) {
+  const std::string two = "GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n" + get;
+  for (const Case& t : {Case{k, hello_s, 11}, Case{k, hello_s, hello_s.size() - 1}, Case{web, get, 17},
+                        Case{web, two, two.size()}}) {
     SCOPED_TRACE(t.cut);
     const auto cut = static_cast<uint32_t>(t.cut);
     const Bytes syn = t.c.c2s(0x02, 100, 0).payload(t.bytes.substr(0, t.cut)).frame();

@@ -1018,13 +1018,57 @@ TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
   EXPECT_EQ(h.insp.counters().conflicts, 0u);
 }
 
+// A stream opened by a SYN-ACK that acknowledges a whole ClientHello its SYN
+// carried (TCP Fast Open; stream_hello_taken): what follows is read as after
+// a first ClientHello, so a second one after a HelloRetryRequest, without a
+// ChangeCipherSpec before it, is judged; read as a first one it acknowledges
+// bytes its server never sent before it, a conflict. Only a stream at its
+// start is changed.
+TEST(Stream, AStreamWhoseClientHelloRodeInItsSynReadsTheNextAsTheSecond) {
+  const Bytes hs = in_records(client_hello("www.blocked.example"), 16384);
+  const std::string hello(hs.begin(), hs.end());
+  auto seg = [](Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len) {
+    const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
+                    static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, 900, kSideUnknown, true, 778};
+    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
+  };
+  {
+    Harness h;
+    Flow f = opened();
+    stream_hello_taken(f.ref());
+    EXPECT_EQ(stream_app(f.ref()), App::kTls);
+    EXPECT_EQ(seg(h, f, hello, 0, hello.size()), Step::kMessages);  // judged as the second
+    ASSERT_EQ(h.got.size(), 1u);
+    EXPECT_EQ(h.got[0], hello);
+    EXPECT_EQ(h.insp.counters().conflicts, 0u);
+  }
+  {
+    Harness h;
+    Flow f = opened();
+    EXPECT_EQ(seg(h, f, hello, 0, hello.size()), Step::kConflict);
+  }
+  // Not at its start: nothing changes.
+  Harness h;
+  Flow unopened;
+  stream_hello_taken(unopened.ref());
+  EXPECT_EQ(unopened.bits, 0u);
+  Flow held = opened();
+  const std::string first = std::string(hs.begin(), hs.end());
+  EXPECT_EQ(h.client(held, first, 0, 100, true, 40000, 443), Step::kSkip);
+  const uint8_t bits = held.bits;
+  stream_hello_taken(held.ref());
+  EXPECT_EQ(held.bits, bits);
+}
+
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.
-// TCP Fast Open: a SYN's bytes are judged alone and the stream starts after
-// them, so they must end where a message ends. Every cut of a ClientHello
-// (in one record or two), of pipelined HTTP requests and their bodies, and
-// of DNS-over-TCP queries leaves one unfinished; whole ones do not; bytes no
+// TCP Fast Open: a SYN's bytes are judged alone (classification reads the
+// first message) and the stream starts after them, so they must end where a
+// message ends and hold no second one. Every cut of a ClientHello (in one
+// record or two), of an HTTP request and its body, and of a DNS-over-TCP
+// query leaves one unfinished; a second request or query behind the first,
+// whole or not, would go unjudged; one whole message is whole; bytes no
 // stream reads as a request are not asked about.
 TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   Bytes scratch(kTlsScratch);
@@ -1067,28 +1111,26 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   const std::string chunked =
       "POST /b HTTP/1.1\r\nHost: fine.example\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
   for (const std::string& first : {get, post, chunked}) {
-    for (const std::string& t : {first, first + get}) {
-      EXPECT_TRUE(whole_s(t)) << t;
-      for (std::size_t cut = 1; cut < t.size(); ++cut)
-        ASSERT_EQ(whole_s(t.substr(0, cut)), cut == first.size()) << t << " cut at " << cut;
-    }
+    EXPECT_TRUE(whole_s(first)) << first;
+    const std::string t = first + get;  // pipelined: only the first is judged
+    for (std::size_t cut = 1; cut <= t.size(); ++cut)
+      ASSERT_EQ(whole_s(t.substr(0, cut)), cut == first.size()) << t << " cut at " << cut;
   }
   // A body length the stream cannot read: it drops what follows such a head,
   // which a stream starting after the SYN would not know to do.
   EXPECT_FALSE(whole_s("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"));
   EXPECT_TRUE(whole_s("SSH-2.0-OpenSSH_9.2\r\n", 22));  // no request: no stream reads it
   EXPECT_TRUE(whole_s(get + "\x01\x02 not a request"));
+  EXPECT_FALSE(whole_s(get + "\r\nGET / HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n"));
   // DNS over TCP (port 53 whatever the bytes).
   Bytes dns = dns_query("a.example", 1);
   append(dns, dns_query("www.blocked.example", 2));
-  EXPECT_TRUE(whole(dns, dns.size(), 53));
-  for (std::size_t cut = 1; cut < dns.size(); ++cut) {
-    if (cut == dns_query("a.example", 1).size()) {
-      EXPECT_TRUE(whole(dns, cut, 53));
-      continue;
-    }
-    ASSERT_FALSE(whole(dns, cut, 53)) << cut;
-  }
+  for (std::size_t cut = 1; cut <= dns.size(); ++cut)
+    ASSERT_EQ(whole(dns, cut, 53), cut == dns_query("a.example", 1).size()) << cut;
+  Bytes skipped = {0, 3, 1, 2, 3};  // a message too short to be one (dnsmasq skips it), then a query
+  EXPECT_FALSE(whole(skipped, skipped.size(), 53));
+  append(skipped, dns_query("www.blocked.example", 2));
+  EXPECT_FALSE(whole(skipped, skipped.size(), 53));
 }
 
 TEST(Stream, TooManyMessagesInOneSegmentDropTheClientData) {

@@ -182,54 +182,61 @@ bool tls_records_whole(const uint8_t* p, std::size_t n) {
   return pos == n;
 }
 
-// Every request in [p, n) whole, head and body, as frame_messages() steps
-// from one to the next (a body whose length cannot be read ends the reading
-// there: what follows it is dropped, so a SYN's data must not go on past it).
-bool http_requests_whole(const uint8_t* p, std::size_t n) {
-  std::size_t pos = 0;
-  while (pos < n) {
-    const HttpHead h = detect_http_head(p + pos, n - pos);
-    if (h.status == Frame::kInvalid) return true;  // no request: the stream gives up here
-    if (h.status != Frame::kComplete || h.body == HttpBody::kUnknown) return false;
-    if (h.body == HttpBody::kChunked) {
-      std::size_t end = 0;
-      const Frame f = find_chunked_end(p + pos + h.head_end, n - pos - h.head_end, &end);
-      if (f == Frame::kInvalid) return true;  // the stream gives up on such a body
-      if (f != Frame::kComplete) return false;
-      pos += h.head_end + end;
-    } else {
-      if (h.next > n - pos) return false;  // the body goes on after the SYN
-      pos += static_cast<std::size_t>(h.next);
-    }
+// The request at the start of [p, n) whole, head and body, and nothing
+// behind it that begins another: the SYN is judged by classification, which
+// reads its first request only, so a second one pipelined behind it would
+// reach its server unjudged. A head whose body length cannot be read is not
+// whole (the stream drops what follows one; a stream that starts after the
+// SYN would not know to).
+bool http_request_whole(const uint8_t* p, std::size_t n) {
+  const HttpHead h = detect_http_head(p, n);
+  if (h.status == Frame::kInvalid) return true;  // no request: no stream reads it
+  if (h.status != Frame::kComplete || h.body == HttpBody::kUnknown) return false;
+  std::size_t end = 0;
+  if (h.body == HttpBody::kChunked) {
+    std::size_t body = 0;
+    const Frame f = find_chunked_end(p + h.head_end, n - h.head_end, &body);
+    if (f != Frame::kComplete) return false;
+    end = h.head_end + body;
+  } else {
+    if (h.next > n) return false;  // the body goes on after the SYN
+    end = static_cast<std::size_t>(h.next);
   }
-  return true;
+  return end == n || detect_http_head(p + end, n - end).status == Frame::kInvalid;
 }
 
-bool dns_messages_whole(const uint8_t* p, std::size_t n) {
-  std::size_t pos = 0;
-  while (pos < n) {
-    const DnsMessage d = detect_dns_tcp(p + pos, n - pos);
-    if (d.status != Frame::kComplete) return false;
-    pos += d.next;
-  }
-  return true;
+// One DNS-over-TCP message, whole, and nothing behind it (as above: a
+// second query would go unjudged, and a message too short to be one, which
+// dnsmasq skips, would be the one judged).
+bool dns_message_whole(const uint8_t* p, std::size_t n) {
+  const DnsMessage d = detect_dns_tcp(p, n);
+  return d.status == Frame::kComplete && !d.skip && d.next == n;
 }
 
 }  // namespace
 
 bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
-                          std::size_t scratch_cap) noexcept {
+                          std::size_t scratch_cap, bool* hello) noexcept {
+  if (hello != nullptr) *hello = false;
   if (n == 0) return true;
   // The phase segment() would give a stream starting with these bytes.
   if (p[0] == 20 && dport != 53) return tls_records_whole(p, n);  // a second flight: records only
-  if (dport == 53) return dns_messages_whole(p, n);
+  if (dport == 53) return dns_message_whole(p, n);
   if (p[0] == 21 || p[0] == 22) {
     // A ClientHello split over records must be finished too: the stream
     // would take the record holding its rest for the start of another.
     const TlsClientHello ch = detect_tls_client_hello(p, n, scratch, scratch_cap);
-    return ch.status != Frame::kNeedMore && ch.status != Frame::kTooLarge && tls_records_whole(p, n);
+    if (ch.status == Frame::kNeedMore || ch.status == Frame::kTooLarge || !tls_records_whole(p, n)) return false;
+    if (hello != nullptr) *hello = ch.status == Frame::kComplete;
+    return true;
   }
-  return http_requests_whole(p, n);
+  return http_request_whole(p, n);
+}
+
+void stream_hello_taken(StreamRef s) noexcept {
+  // (Only a stream at its start: nothing read, its client and start known.)
+  if ((s.bits & (kPhaseMask | kNextKnown | kClientKnown)) == (kNextKnown | kClientKnown) && s.handle == 0)
+    set_phase(s, kTlsAfterHello);
 }
 
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {
