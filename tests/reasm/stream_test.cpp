@@ -988,6 +988,15 @@ TEST(Stream, AClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
   }
 }
 
+// A client segment to port 443 at `off` into the stream that acknowledges
+// the server's first bytes (its first is 778; it acknowledges up to 900):
+// a TLS client's second flight after its server's HelloRetryRequest.
+Step after_retry(Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len) {
+  const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
+                  static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, 900, kSideUnknown, true, 778};
+  return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
+}
+
 // A stream that begins with a ChangeCipherSpec is TLS whose first
 // ClientHello rode in the SYN (TCP Fast Open; the stream starts past it):
 // after a HelloRetryRequest a client in middlebox-compatibility mode sends
@@ -998,23 +1007,18 @@ TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
   const Bytes hs = in_records(client_hello("www.blocked.example"), 16384);
   const std::string hello(hs.begin(), hs.end());
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
-  auto seg = [](Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len) {
-    const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
-                    static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, 900, kSideUnknown, true, 778};
-    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
-  };
   Harness h;
   Flow f = opened();
-  EXPECT_EQ(seg(h, f, ccs + hello, 0, ccs.size() + hello.size()), Step::kMessages);
+  EXPECT_EQ(after_retry(h, f, ccs + hello, 0, ccs.size() + hello.size()), Step::kMessages);
   ASSERT_EQ(h.got.size(), 1u);
   EXPECT_EQ(h.got[0], hello);
   Flow g = opened();  // the two in segments of their own
-  EXPECT_EQ(seg(h, g, ccs + hello, 0, ccs.size()), Step::kSkip);
-  EXPECT_EQ(seg(h, g, ccs + hello, ccs.size(), hello.size()), Step::kMessages);
+  EXPECT_EQ(after_retry(h, g, ccs + hello, 0, ccs.size()), Step::kSkip);
+  EXPECT_EQ(after_retry(h, g, ccs + hello, ccs.size(), hello.size()), Step::kMessages);
   EXPECT_EQ(h.got.size(), 2u);
   Flow k = opened();  // encrypted data behind it: done
   const std::string data = ccs + std::string("\x17\x03\x03\x00\x02zz", 7);
-  EXPECT_EQ(seg(h, k, data, 0, data.size()), Step::kDone);
+  EXPECT_EQ(after_retry(h, k, data, 0, data.size()), Step::kDone);
   EXPECT_EQ(h.insp.counters().conflicts, 0u);
 }
 
@@ -1027,17 +1031,12 @@ TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
 TEST(Stream, AStreamWhoseClientHelloRodeInItsSynReadsTheNextAsTheSecond) {
   const Bytes hs = in_records(client_hello("www.blocked.example"), 16384);
   const std::string hello(hs.begin(), hs.end());
-  auto seg = [](Harness& h, Flow& f, const std::string& s, std::size_t off, std::size_t len) {
-    const Segment g{kIsn + 1 + static_cast<uint32_t>(off), reinterpret_cast<const uint8_t*>(s.data()) + off,
-                    static_cast<uint32_t>(len), true, 40000, 443, {.ttl = 64}, 900, kSideUnknown, true, 778};
-    return h.insp.segment(f.ref(), g, 0, &Harness::sink, &h);
-  };
   {
     Harness h;
     Flow f = opened();
     stream_hello_taken(f.ref());
     EXPECT_EQ(stream_app(f.ref()), App::kTls);
-    EXPECT_EQ(seg(h, f, hello, 0, hello.size()), Step::kMessages);  // judged as the second
+    EXPECT_EQ(after_retry(h, f, hello, 0, hello.size()), Step::kMessages);  // judged as the second
     ASSERT_EQ(h.got.size(), 1u);
     EXPECT_EQ(h.got[0], hello);
     EXPECT_EQ(h.insp.counters().conflicts, 0u);
@@ -1045,7 +1044,7 @@ TEST(Stream, AStreamWhoseClientHelloRodeInItsSynReadsTheNextAsTheSecond) {
   {
     Harness h;
     Flow f = opened();
-    EXPECT_EQ(seg(h, f, hello, 0, hello.size()), Step::kConflict);
+    EXPECT_EQ(after_retry(h, f, hello, 0, hello.size()), Step::kConflict);
   }
   // Not at its start: nothing changes.
   Harness h;
