@@ -127,7 +127,8 @@ bool hello_acks_unsent(const StreamRef& s, const Segment& seg) {
   // (kTls with tries 3: a second ClientHello after a HelloRetryRequest,
   // split over segments, which acknowledges the server's answer.)
   if (ph == static_cast<uint8_t>(App::kTls)) return (s.bits & kTriesMask) != kTriesMask;
-  if (ph != 0 || (s.bits & kNextKnown) == 0 || seg.dport == 53) return false;
+  // (Undecided with that mark: the first one rode in the SYN, stream_hello_taken.)
+  if (ph != 0 || (s.bits & kNextKnown) == 0 || (s.bits & kTriesMask) == kTriesMask || seg.dport == 53) return false;
   const int32_t off = seq_diff(s.next, seg.seq);
   return off >= 0 && static_cast<uint32_t>(off) < seg.len && may_begin_hello(seg.p + off, seg.len - off);
 }
@@ -234,9 +235,15 @@ bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8
 }
 
 void stream_hello_taken(StreamRef s) noexcept {
-  // (Only a stream at its start: nothing read, its client and start known.)
-  if ((s.bits & (kPhaseMask | kNextKnown | kClientKnown)) == (kNextKnown | kClientKnown) && s.handle == 0)
-    set_phase(s, kTlsAfterHello);
+  // Only a stream at its start (nothing read, its client and start known).
+  // It stays undecided, so a ClientHello is read as any first one is (in
+  // full: not by its version, as after a first one, which a client whose
+  // SYN never reached its server could otherwise pass a ClientHello through
+  // unread), with the mark of a second one: hello_acks_unsent() exempts it
+  // (it acknowledges the server's retry) and inspection ends after it.
+  if ((s.bits & (kPhaseMask | kNextKnown | kClientKnown | kTriesMask)) == (kNextKnown | kClientKnown) &&
+      s.handle == 0)
+    s.bits = static_cast<uint8_t>(s.bits | kTriesMask);
 }
 
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {

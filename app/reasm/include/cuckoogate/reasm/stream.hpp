@@ -104,12 +104,11 @@ bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8
 
 // For a stream stream_open() has just opened from a SYN-ACK: the client's
 // first ClientHello rode whole in its SYN (TCP Fast Open), was judged there,
-// and the SYN-ACK acknowledges it (its server took it). The stream reads
-// what follows as after a first ClientHello (a second one, after a
-// HelloRetryRequest, is judged), not as a stream whose first message is to
-// come: without it such a second ClientHello, sent without a
-// ChangeCipherSpec before it, read as a first one acknowledging bytes its
-// server never sent before it, a conflict.
+// and the SYN-ACK acknowledges it (its server took it). A ClientHello the
+// stream reads next is the second (after a HelloRetryRequest): judged as a
+// first one is, and not taken for a first one acknowledging bytes its
+// server never sent before it (the retry), a conflict that dropped such a
+// client when it sent no ChangeCipherSpec before it.
 void stream_hello_taken(StreamRef s) noexcept;
 
 // Whether a SYN-ACK sent from port `sport` to port `dport` may tell a flow's
