@@ -1309,7 +1309,8 @@ TEST_F(Flows, AFastOpenClientsSecondClientHelloIsJudged) {
 // handshake was read by nobody: a ClientHello whose server name came after
 // the cut, or an HTTP request whose Host line did, passed (an outside check
 // confirmed it). So did a second request pipelined behind a whole one in
-// the SYN (classification reads the first). A SYN whose data leaves a
+// the SYN, and a ClientHello in two records (classification reads the first
+// request, and the first record). A SYN whose data leaves a
 // message unfinished, or holds a second one, is dropped and counted; its
 // client's next SYN (Linux's carries no data) opens a connection whose bytes
 // are all read. A SYN with one whole message passes, and that is judged.
@@ -1326,8 +1327,13 @@ TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
   };
   const std::string hello_s(hello.begin(), hello.end());
   const std::string two = "GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n" + get;
+  // The ClientHello in two records: classification reads the first only.
+  auto record = [](const std::string& b) {
+    return std::string("\x16\x03\x01", 3) + static_cast<char>(b.size() >> 8) + static_cast<char>(b.size() & 0xff) + b;
+  };
+  const std::string split = record(hello_s.substr(5, 40)) + record(hello_s.substr(45));
   for (const Case& t : {Case{k, hello_s, 11}, Case{k, hello_s, hello_s.size() - 1}, Case{web, get, 17},
-                        Case{web, two, two.size()}}) {
+                        Case{web, two, two.size()}, Case{k, split, split.size()}}) {
     SCOPED_TRACE(t.cut);
     const auto cut = static_cast<uint32_t>(t.cut);
     const Bytes syn = t.c.c2s(0x02, 100, 0).payload(t.bytes.substr(0, t.cut)).frame();

@@ -1095,26 +1095,32 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   };
   EXPECT_TRUE(whole({}, 0));
   const Bytes hs = client_hello("www.blocked.example");
-  for (const Bytes& tls : {in_records(hs, 16384), two_records(hs, 700)}) {
-    EXPECT_TRUE(whole(tls, tls.size()));
-    for (std::size_t cut = 1; cut < tls.size(); ++cut) {
-      SCOPED_TRACE(cut);
-      ASSERT_FALSE(whole(tls, cut));
-    }
-    Bytes alert_first = {21, 3, 3, 0, 2, 1, 0};  // a warning alert, then the ClientHello
-    append(alert_first, tls);
-    EXPECT_TRUE(whole(alert_first, alert_first.size()));
-    EXPECT_FALSE(whole(alert_first, 7));
-    EXPECT_FALSE(whole(alert_first, alert_first.size() - 1));
-    Bytes early = tls;  // 0-RTT data behind it: whole records only
-    append(early, Bytes{23, 3, 3, 0, 4, 1, 2, 3, 4});
-    EXPECT_TRUE(whole(early, early.size()));
-    EXPECT_FALSE(whole(early, early.size() - 2));
+  const Bytes tls = in_records(hs, 16384);
+  EXPECT_TRUE(whole(tls, tls.size()));
+  for (std::size_t cut = 1; cut < tls.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    ASSERT_FALSE(whole(tls, cut));
   }
-  // Records whole but the ClientHello's rest in a record after the SYN: the
-  // stream would read that record as the start of another.
-  const Bytes split = two_records(hs, 700);
-  EXPECT_FALSE(whole(split, 5 + 700));
+  Bytes alert_first = {21, 3, 3, 0, 2, 1, 0};  // a warning alert, an empty record, then the ClientHello
+  append(alert_first, Bytes{22, 3, 1, 0, 0});
+  append(alert_first, tls);
+  EXPECT_TRUE(whole(alert_first, alert_first.size()));
+  EXPECT_FALSE(whole(alert_first, 7));
+  EXPECT_FALSE(whole(alert_first, alert_first.size() - 1));
+  Bytes early = tls;  // 0-RTT data behind it: whole records only
+  append(early, Bytes{23, 3, 3, 0, 4, 1, 2, 3, 4});
+  EXPECT_TRUE(whole(early, early.size()));
+  EXPECT_FALSE(whole(early, early.size() - 2));
+  // A ClientHello in two records: classification reads the SYN's first
+  // record only, so a name in the second would go unjudged (an outside check
+  // got one past a Fast Open nginx); cut after the first record, the stream
+  // would read the second as the start of another.
+  for (const std::size_t first : {std::size_t{1}, std::size_t{40}, std::size_t{700}, hs.size() - 1}) {
+    SCOPED_TRACE(first);
+    const Bytes split = two_records(hs, first);
+    EXPECT_FALSE(whole(split, split.size()));
+    EXPECT_FALSE(whole(split, 5 + first));
+  }
   // A ChangeCipherSpec first (a second flight): records whole.
   const Bytes ccs = {20, 3, 3, 0, 1, 1};
   EXPECT_TRUE(whole(ccs, ccs.size()));

@@ -183,6 +183,20 @@ bool tls_records_whole(const uint8_t* p, std::size_t n) {
   return pos == n;
 }
 
+// Whether the first record of [p, ...) that is not skipped before a
+// ClientHello (a 2-byte alert, an empty handshake record: as
+// detect_tls_client_hello() skips them) holds the whole handshake message of
+// `len` bytes. The records are whole (tls_records_whole()) and the message
+// complete.
+bool hello_in_one_record(const uint8_t* p, std::size_t len) {
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t rlen = std::size_t{p[pos + 3]} << 8 | p[pos + 4];
+    if (!(p[pos] == 21 && rlen == kTlsAlertLength) && !(p[pos] == 22 && rlen == 0)) return rlen >= len;
+    pos += kTlsRecordHeader + rlen;
+  }
+}
+
 // The request at the start of [p, n) whole, head and body, and nothing
 // behind it that begins another: the SYN is judged by classification, which
 // reads its first request only, so a second one pipelined behind it would
@@ -225,9 +239,12 @@ bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8
   if (dport == 53) return dns_message_whole(p, n);
   if (p[0] == 21 || p[0] == 22) {
     // A ClientHello split over records must be finished too: the stream
-    // would take the record holding its rest for the start of another.
+    // would take the record holding its rest for the start of another. And
+    // it must be in one record: classification reads the SYN's first
+    // record, so a name in a later one went unjudged (an outside check).
     const TlsClientHello ch = detect_tls_client_hello(p, n, scratch, scratch_cap);
     if (ch.status == Frame::kNeedMore || ch.status == Frame::kTooLarge || !tls_records_whole(p, n)) return false;
+    if (ch.status == Frame::kComplete && !hello_in_one_record(p, ch.handshake_len)) return false;
     if (hello != nullptr) *hello = ch.status == Frame::kComplete;
     return true;
   }

@@ -89,7 +89,8 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 // stream would read ends, as segment() decides it from the first byte, and
 // hold no message that classification, which reads the first one only,
 // would not judge: every TLS record whole and a ClientHello among them
-// finished (after a 2-byte alert or a ChangeCipherSpec too); one DNS-over-TCP
+// finished, in one record (after a 2-byte alert, an empty handshake record
+// or a ChangeCipherSpec too); one DNS-over-TCP
 // message, whole; one HTTP request, whole with its body, and nothing behind
 // it that begins another (bytes that are no request: true, no stream reads
 // them). False if the rest of a message would come after the handshake,
