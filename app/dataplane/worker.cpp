@@ -178,6 +178,14 @@ bool payload_taken(uint8_t tcp_flags) {
   return (tcp_flags & (flow::kTcpAck | flow::kTcpSyn | flow::kTcpRst)) == flow::kTcpAck;
 }
 
+// A SYN with data (TCP Fast Open): a server that takes it reads it as its
+// client's first bytes. Judged alone by classification, whether or not it
+// finds a flow entry (Worker::fast_open, docs/reassembly.md "Fast Open").
+bool fast_open_syn(const PacketMeta& m) {
+  return m.proto == kProtoTcp && m.payload_len != 0 &&
+         (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck | flow::kTcpRst)) == flow::kTcpSyn;
+}
+
 // Mixed into the worker's secret for delivery_digest(), apart from dcid_tag()'s use of it.
 constexpr uint64_t kDeliverySeed = 0x9e3779b97f4a7c15ULL;
 
@@ -421,37 +429,22 @@ uint8_t Worker::first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) c
   return m.payload_off < rte_pktmbuf_data_len(mb) ? frame[m.payload_off] : 0;
 }
 
-// Packet i, a SYN with data (TCP Fast Open), of the flow with hash `h`
-// (docs/reassembly.md, "Fast Open"). The SYN is judged alone and the flow's
-// stream starts past its bytes, so if they leave a message unfinished, its
-// rest would start the stream in its middle and go unread, a name in it with
-// it: such a SYN is marked to be dropped (a Linux client then sends a SYN
-// without data, and its data after the handshake, where it is read whole).
-// A whole ClientHello in a SYN that waits for its answer (`deferred`: it
-// made no entry) is remembered until the SYN-ACK that opens the flow
-// (hello_taken()).
-void Worker::fast_open(uint16_t i, const rte_mbuf* mb, const PacketMeta& m, uint64_t h, bool deferred) {
+// Packet i, a SYN with data (TCP Fast Open; docs/reassembly.md, "Fast
+// Open"). The SYN is judged alone (classification reads its first message,
+// in its first record) and the flow's stream starts past its bytes, so if
+// they leave a message unfinished its rest would start the stream in its
+// middle and go unread, and a second message would reach the server
+// unjudged: such a SYN is marked to be dropped (a Linux client then sends a
+// SYN without data, and its data after the handshake, where it is read
+// whole). So is one whose bytes classification may read otherwise than its
+// server: with URG (the inspector takes the urgent byte out, a server's
+// Fast Open queue does not), malformed, or not all in the first segment.
+void Worker::fast_open(uint16_t i, const rte_mbuf* mb, const PacketMeta& m) {
   const uint32_t len = rte_pktmbuf_data_len(mb);
-  const uint32_t n = m.payload_off < len ? std::min<uint32_t>(m.payload_len, len - m.payload_off) : 0;
-  bool hello = false;
-  s_->fast_open_cut[i] = !reasm::fast_open_data_whole(rte_pktmbuf_mtod(mb, const uint8_t*) + m.payload_off, n,
-                                                       m.dport, s_->tls, sizeof s_->tls, &hello);
-  if (!hello || !deferred) return;
-  FastOpenHello& f = hellos_[(h >> 32) % kFastOpenHellos];
-  if (f.hash != 0 && f.hash != h) bump(cfg_.stats->reasm_fast_open_forgotten);  // another SYN's, not answered yet
-  f = {h, m.tcp_seq + 1 + m.payload_len};
-}
-
-// Whether the SYN-ACK with acknowledgement number `ack` that opens the flow
-// with hash `h` acknowledges a whole ClientHello its SYN carried (fast_open()):
-// the server took it, and the flow's stream starts after it. The memo is
-// spent either way.
-bool Worker::hello_taken(uint64_t h, uint32_t ack) {
-  FastOpenHello& f = hellos_[(h >> 32) % kFastOpenHellos];
-  if (f.hash != h) return false;
-  const bool taken = f.end == ack;
-  f = {};
-  return taken;
+  const bool readable = !m.malformed && (m.tcp_flags & flow::kTcpUrg) == 0 && mb->nb_segs == 1 &&
+                        m.payload_off <= len && m.payload_len <= len - m.payload_off;
+  s_->fast_open_cut[i] = !readable || !reasm::fast_open_data_whole(rte_pktmbuf_mtod(mb, const uint8_t*) + m.payload_off,
+                                                                   m.payload_len, m.dport, s_->tls, sizeof s_->tls);
 }
 
 // The fast lane. From the head of the burst, every packet whose flow holds
@@ -506,9 +499,7 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
     if (s.flow[i] < 0) continue;
     const flow::FlowResult& r = s.fr[s.flow[i]];
     const PacketMeta& m = s.meta[i];
-    if (m.proto == kProtoTcp && m.payload_len != 0 &&
-        (m.tcp_flags & (flow::kTcpSyn | flow::kTcpAck | flow::kTcpRst)) == flow::kTcpSyn)
-      fast_open(i, pkts[i], m, s.fh[s.flow[i]], r.deferred);
+    if (fast_open_syn(m)) fast_open(i, pkts[i], m);
     // The side each direction comes in from: the creating packet's tells.
     if (r.entry != nullptr && r.created) r.entry->flags |= side_bit(r.dir);
     if (r.entry == nullptr || m.proto != kProtoTcp || s.fp[s.flow[i]].no_state) continue;
@@ -528,10 +519,7 @@ void Worker::track_flows(rte_mbuf* const* pkts, uint16_t first, uint16_t n, uint
       if (trusted && (m.tcp_flags & flow::kTcpSyn) != 0) {
         e.flags |= kHandshake;
         timestamp_floor(rte_pktmbuf_mtod(pkts[i], const uint8_t*), m, e);
-        if ((m.tcp_flags & kSynAck) == kSynAck) {
-          server_start(e, m.tcp_seq);
-          if (hello_taken(s.fh[s.flow[i]], m.tcp_ack)) reasm::stream_hello_taken(stream_of(*flows_, e));
-        }
+        if ((m.tcp_flags & kSynAck) == kSynAck) server_start(e, m.tcp_seq);
       }
     } else if ((m.tcp_flags & kSynAck) == kSynAck) {
       using Answer = reasm::StreamInspector::Answer;
@@ -1198,6 +1186,11 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
                                                [&] { return first_payload_byte(i, pkts[i], false); });
     if (spoofed) {
       from_wrong_side(i, frame);
+    } else if (fast_open_syn(m)) {
+      // Its data as a SYN that made no entry has it: a SYN with data on a
+      // live entry (one a forged segment made) is no challenge to a server
+      // that never saw that entry's packets, and it may take the data.
+      classify_meta(frame, m, s.keys[i]);
     } else if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: no receiver reads its bytes

@@ -166,8 +166,7 @@ class Worker {
   void timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::FlowEntry& e);
   bool from_cache(uint16_t i, const rte_mbuf* pkt, uint64_t gen, uint64_t pass_gen, bool spoofed);
   uint8_t first_payload_byte(uint16_t i, const rte_mbuf* mb, bool plain) const;
-  void fast_open(uint16_t i, const rte_mbuf* mb, const PacketMeta& m, uint64_t h, bool deferred);
-  bool hello_taken(uint64_t h, uint32_t ack);
+  void fast_open(uint16_t i, const rte_mbuf* mb, const PacketMeta& m);
   std::size_t gather_keys(uint16_t i, uint32_t kinds, std::size_t nk);
   unsigned confirm_hit(uint16_t i, unsigned k, uint32_t kinds);
   struct MessageSink;
@@ -204,17 +203,6 @@ class Worker {
   bool server_checksums_trusted_ = false;  // the same for servers' packets (ignore_bad_control)
   uint64_t dcid_seed_ = 0;  // keys dcid_tag() of QUIC flows (inspect_quic)
   uint8_t side_ = 0;        // QueueLink::side of the link being processed (reasm::Segment::side)
-  // Whole ClientHellos that Fast Open SYNs carried, until the SYN-ACKs that
-  // open their flows (fast_open(), hello_taken()): by the flow's hash, one
-  // per slot, a newer one replacing an older (counted). A handshake takes a
-  // round trip, so a few hundred cover any rate of Fast Open connections
-  // a worker opens within one.
-  struct FastOpenHello {
-    uint64_t hash = 0;  // the flow's; 0: free
-    uint32_t end = 0;   // the SYN's sequence number + 1 + its data's length
-  };
-  static constexpr std::size_t kFastOpenHellos = 256;
-  FastOpenHello hellos_[kFastOpenHellos] = {};
 };
 
 }  // namespace cg

@@ -1248,17 +1248,13 @@ TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
 
 // TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes
 // no flow), and the flow's stream starts past it. After a HelloRetryRequest
-// the client sends its second ClientHello, which its server acts on: it is
-// read and judged, whether a ChangeCipherSpec comes before it (a client in
-// middlebox-compatibility mode: an outside check found it unread, the stream
-// taken for something else) or not (the worker remembers the SYN's whole
-// ClientHello until the SYN-ACK that acknowledges it, and the stream starts
-// as after a first one; before, the second one read as a first one that
-// acknowledges bytes its server never sent, a conflict that dropped a real
-// client's connection). If the server did not take the SYN's ClientHello
-// (the SYN-ACK acknowledges the SYN alone), the client sends it again and it
-// is read as the first.
-TEST_F(Flows, AFastOpenClientsSecondClientHelloIsJudged) {
+// a client in middlebox-compatibility mode sends a ChangeCipherSpec, then its
+// second ClientHello, which its server acts on: it is read and judged (an
+// outside check found it unread, the stream taken for something else), with
+// the SYN and its answer in one burst too. If the server did not take the
+// SYN's ClientHello (the SYN-ACK acknowledges the SYN alone), the client
+// sends it again: read as the first, and a second one after a retry judged.
+TEST_F(Flows, AFastOpenClientsSecondClientHelloBehindAChangeCipherSpecIsJudged) {
   const Conn k;
   const Bytes first = tls_client_hello("fine.example");
   const auto start = 101 + static_cast<uint32_t>(first.size());
@@ -1269,38 +1265,32 @@ TEST_F(Flows, AFastOpenClientsSecondClientHelloIsJudged) {
   const Bytes hrr = k.s2c(0x18, 501, start).payload(retry).frame();
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
   const std::string rules = "host blocked.example\n";
-  for (const bool with_ccs : {true, false}) {
-    for (const std::string host : {"fine.example", "blocked.example"}) {
-      SCOPED_TRACE(host + (with_ccs ? ", ChangeCipherSpec first" : ", no ChangeCipherSpec"));
-      const Bytes second = tls_client_hello(host);
-      const Bytes flight =
-          k.c2s(0x18, start, 501 + 99).payload((with_ccs ? ccs : "") + std::string(second.begin(), second.end())).frame();
-      for (const bool paced : {true, false}) {  // (unpaced: the SYN and its SYN-ACK in one burst)
-        const auto st = replay({syn, syn_ack, ack, hrr, flight}, rules, paced ? std::vector<std::string>{"--pps", "50"}
-                                                                             : std::vector<std::string>{});
-        EXPECT_EQ(st["reassembly"]["conflicts"], 0);
-        if (host == "fine.example") {
-          EXPECT_EQ(passed(), (std::vector<Bytes>{syn, syn_ack, ack, hrr, flight}));
-        } else {
-          EXPECT_EQ(dropped(), std::vector<Bytes>{flight});
-        }
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    const Bytes second = tls_client_hello(host);
+    const Bytes flight = k.c2s(0x18, start, 501 + 99).payload(ccs + std::string(second.begin(), second.end())).frame();
+    for (const bool paced : {true, false}) {  // (unpaced: the SYN and its SYN-ACK in one burst)
+      SCOPED_TRACE(host + (paced ? ", paced" : ", one burst"));
+      const auto st = replay({syn, syn_ack, ack, hrr, flight}, rules,
+                             paced ? std::vector<std::string>{"--pps", "50"} : std::vector<std::string>{});
+      EXPECT_EQ(st["reassembly"]["conflicts"], 0);
+      if (host == "fine.example") {
+        EXPECT_EQ(passed(), (std::vector<Bytes>{syn, syn_ack, ack, hrr, flight}));
+      } else {
+        EXPECT_EQ(dropped(), std::vector<Bytes>{flight});
       }
     }
-  }
-  // Not taken: the SYN-ACK acknowledges the SYN alone; the ClientHello comes
-  // again after the handshake and is the first one read, and a second one
-  // after a HelloRetryRequest is judged too (read as the second, the resent
-  // first would have ended inspection before it).
-  for (const std::string host : {"fine.example", "blocked.example"}) {
-    SCOPED_TRACE(host + ", not taken");
+    // Not taken: the ClientHello again after the handshake, then a retry.
     const Bytes again = k.c2s(0x18, 101, 501).payload(first).frame();
-    const Bytes later = k.s2c(0x18, 501, start).payload(retry).frame();
-    const Bytes second = k.c2s(0x18, start, 501 + 99).payload(tls_client_hello(host)).frame();
-    const std::vector<Bytes> conn = {syn, k.s2c(0x12, 500, 101).frame(), k.c2s(0x10, 101, 501).frame(), again,
-                                     later, second};
+    const Bytes retried = k.c2s(0x18, start, 501 + 99).payload(second).frame();
+    const std::vector<Bytes> conn = {syn, k.s2c(0x12, 500, 101).frame(), k.c2s(0x10, 101, 501).frame(), again, hrr,
+                                     retried};
     const auto st = replay(conn, rules, {"--pps", "50"});
     EXPECT_EQ(st["reassembly"]["conflicts"], 0);
-    EXPECT_EQ(passed().size(), host == "fine.example" ? 6u : 5u);
+    if (host == "fine.example") {
+      EXPECT_EQ(passed(), conn);
+    } else {
+      EXPECT_EQ(dropped(), std::vector<Bytes>{retried});
+    }
   }
 }
 
@@ -1347,6 +1337,24 @@ TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
     st = replay(cat(t.c.handshake(), {t.c.data(t.bytes)}), rules, {"--pps", "50"});
     EXPECT_EQ(passed(), t.c.handshake());
     EXPECT_EQ(st["reassembly"]["fast_open_cut"], 0);
+  }
+  // With URG: the inspector would take the urgent byte out of what it reads,
+  // a server's Fast Open queue does not: dropped whatever it holds.
+  {
+    const Bytes urg = k.c2s(0x22, 100, 0).payload(tls_client_hello("fine.example")).frame();
+    const auto st = replay({urg}, rules, {"--pps", "50"});
+    EXPECT_EQ(dropped(), std::vector<Bytes>{urg});
+    EXPECT_EQ(st["reassembly"]["fast_open_cut"], 1);
+  }
+  // A SYN with data on a live entry (one a forged segment made, which its
+  // server never saw): its data is judged as a SYN's without one is (it was
+  // taken for a segment no receiver takes, judged on its headers, and its
+  // server, for which it opens the connection, took a blocked name).
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    const Bytes forged = k.c2s(0x10, 5000, 501).frame();
+    const Bytes syn = k.c2s(0x02, 100, 0).payload(tls_client_hello(host)).frame();
+    replay({forged, syn}, rules, {"--pps", "50"});
+    EXPECT_EQ(passed(), host == "fine.example" ? (std::vector<Bytes>{forged, syn}) : std::vector<Bytes>{forged});
   }
   // Whole messages in the SYN: judged there, passed or dropped by their names.
   for (const std::string host : {"fine.example", "blocked.example"}) {

@@ -1022,68 +1022,14 @@ TEST(Stream, AChangeCipherSpecFirstIsTlsAndTheClientHelloBehindItIsRead) {
   EXPECT_EQ(h.insp.counters().conflicts, 0u);
 }
 
-// A stream opened by a SYN-ACK that acknowledges a whole ClientHello its SYN
-// carried (TCP Fast Open; stream_hello_taken): what follows is read as after
-// a first ClientHello, so a second one after a HelloRetryRequest, without a
-// ChangeCipherSpec before it, is judged; read as a first one it acknowledges
-// bytes its server never sent before it, a conflict. Only a stream at its
-// start is changed.
-TEST(Stream, AStreamWhoseClientHelloRodeInItsSynReadsTheNextAsTheSecond) {
-  const Bytes hs = in_records(client_hello("www.blocked.example"), 16384);
-  const std::string hello(hs.begin(), hs.end());
-  {
-    Harness h;
-    Flow f = opened();
-    stream_hello_taken(f.ref());
-    EXPECT_EQ(after_retry(h, f, hello, 0, hello.size()), Step::kMessages);  // judged as the second
-    EXPECT_EQ(stream_app(f.ref()), App::kUnknown);  // done after it
-    ASSERT_EQ(h.got.size(), 1u);
-    EXPECT_EQ(h.got[0], hello);
-    EXPECT_EQ(h.insp.counters().conflicts, 0u);
-  }
-  {
-    // Split over two segments, and with another legacy_version (3,1): read
-    // in full as a first one is (a client whose SYN never reached its server
-    // sends its first here; the check of a second one's version would pass
-    // it unread).
-    std::string old_version = hello;
-    old_version[10] = 1;
-    Harness h;
-    Flow f = opened();
-    stream_hello_taken(f.ref());
-    EXPECT_EQ(after_retry(h, f, old_version, 0, 300), Step::kSkip);
-    EXPECT_EQ(after_retry(h, f, old_version, 300, old_version.size() - 300), Step::kMessages);
-    ASSERT_EQ(h.got.size(), 1u);
-    EXPECT_EQ(h.insp.counters().conflicts, 0u);
-  }
-  {
-    Harness h;
-    Flow f = opened();
-    EXPECT_EQ(after_retry(h, f, hello, 0, hello.size()), Step::kConflict);
-  }
-  // Not at its start: nothing changes.
-  Harness h;
-  Flow unopened;
-  stream_hello_taken(unopened.ref());
-  EXPECT_EQ(unopened.bits, 0u);
-  Flow held = opened();
-  const std::string first = std::string(hs.begin(), hs.end());
-  EXPECT_EQ(h.client(held, first, 0, 100, true, 40000, 443), Step::kSkip);
-  const uint8_t bits = held.bits;
-  stream_hello_taken(held.ref());
-  EXPECT_EQ(held.bits, bits);
-}
-
-// More messages in one segment than kMaxMessages drop the flow's client
-// data (an overflow, passed by default, let a blocked request behind 64
-// harmless ones through); kMaxMessages exactly are all given.
 // TCP Fast Open: a SYN's bytes are judged alone (classification reads the
-// first message) and the stream starts after them, so they must end where a
-// message ends and hold no second one. Every cut of a ClientHello (in one
-// record or two), of an HTTP request and its body, and of a DNS-over-TCP
-// query leaves one unfinished; a second request or query behind the first,
-// whole or not, would go unjudged; one whole message is whole; bytes no
-// stream reads as a request are not asked about.
+// first message, in the first record) and the stream starts after them, so
+// they must end where a message ends and hold no second one. Every cut of a
+// ClientHello, of an HTTP request and its body, and of a DNS-over-TCP query
+// leaves one unfinished; a second request or query behind the first, whole
+// or not, or a ClientHello's rest in a second record, would go unjudged; one
+// whole message is whole; bytes no stream reads as a request are not asked
+// about.
 TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   Bytes scratch(kTlsScratch);
   auto whole = [&](const Bytes& b, std::size_t n, uint16_t dport = 443) {
@@ -1121,10 +1067,12 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
     EXPECT_FALSE(whole(split, split.size()));
     EXPECT_FALSE(whole(split, 5 + first));
   }
-  // A ChangeCipherSpec first (a second flight): records whole.
-  const Bytes ccs = {20, 3, 3, 0, 1, 1};
-  EXPECT_TRUE(whole(ccs, ccs.size()));
-  EXPECT_FALSE(whole(ccs, 5));
+  // A ChangeCipherSpec first: classification does not step over it to the
+  // ClientHello behind it (and no client sends one before its first).
+  Bytes ccs = {20, 3, 3, 0, 1, 1};
+  EXPECT_FALSE(whole(ccs, ccs.size()));
+  append(ccs, tls);
+  EXPECT_FALSE(whole(ccs, ccs.size()));
   // HTTP: heads, bodies by length and chunked, pipelined.
   const std::string get = "GET / HTTP/1.1\r\nHost: www.blocked.example\r\n\r\n";
   const std::string post = "POST /a HTTP/1.1\r\nHost: fine.example\r\nContent-Length: 10\r\n\r\n0123456789";
@@ -1153,6 +1101,9 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   EXPECT_FALSE(whole(skipped, skipped.size(), 53));
 }
 
+// More messages in one segment than kMaxMessages drop the flow's client
+// data (an overflow, passed by default, let a blocked request behind 64
+// harmless ones through); kMaxMessages exactly are all given.
 TEST(Stream, TooManyMessagesInOneSegmentDropTheClientData) {
   const std::string tiny = "GET / HTTP/1.1\n\n";
   std::string s;

@@ -127,8 +127,7 @@ bool hello_acks_unsent(const StreamRef& s, const Segment& seg) {
   // (kTls with tries 3: a second ClientHello after a HelloRetryRequest,
   // split over segments, which acknowledges the server's answer.)
   if (ph == static_cast<uint8_t>(App::kTls)) return (s.bits & kTriesMask) != kTriesMask;
-  // (Undecided with that mark: the first one rode in the SYN, stream_hello_taken.)
-  if (ph != 0 || (s.bits & kNextKnown) == 0 || (s.bits & kTriesMask) == kTriesMask || seg.dport == 53) return false;
+  if (ph != 0 || (s.bits & kNextKnown) == 0 || seg.dport == 53) return false;
   const int32_t off = seq_diff(s.next, seg.seq);
   return off >= 0 && static_cast<uint32_t>(off) < seg.len && may_begin_hello(seg.p + off, seg.len - off);
 }
@@ -231,11 +230,12 @@ bool dns_message_whole(const uint8_t* p, std::size_t n) {
 }  // namespace
 
 bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
-                          std::size_t scratch_cap, bool* hello) noexcept {
-  if (hello != nullptr) *hello = false;
+                          std::size_t scratch_cap) noexcept {
   if (n == 0) return true;
   // The phase segment() would give a stream starting with these bytes.
-  if (p[0] == 20 && dport != 53) return tls_records_whole(p, n);  // a second flight: records only
+  // A ChangeCipherSpec first: classification does not step over one to a
+  // ClientHello behind it, and no client sends one before its first.
+  if (p[0] == 20 && dport != 53) return false;
   if (dport == 53) return dns_message_whole(p, n);
   if (p[0] == 21 || p[0] == 22) {
     // A ClientHello split over records must be finished too: the stream
@@ -244,23 +244,9 @@ bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8
     // record, so a name in a later one went unjudged (an outside check).
     const TlsClientHello ch = detect_tls_client_hello(p, n, scratch, scratch_cap);
     if (ch.status == Frame::kNeedMore || ch.status == Frame::kTooLarge || !tls_records_whole(p, n)) return false;
-    if (ch.status == Frame::kComplete && !hello_in_one_record(p, ch.handshake_len)) return false;
-    if (hello != nullptr) *hello = ch.status == Frame::kComplete;
-    return true;
+    return ch.status != Frame::kComplete || hello_in_one_record(p, ch.handshake_len);
   }
   return http_request_whole(p, n);
-}
-
-void stream_hello_taken(StreamRef s) noexcept {
-  // Only a stream at its start (nothing read, its client and start known).
-  // It stays undecided, so a ClientHello is read as any first one is (in
-  // full: not by its version, as after a first one, which a client whose
-  // SYN never reached its server could otherwise pass a ClientHello through
-  // unread), with the mark of a second one: hello_acks_unsent() exempts it
-  // (it acknowledges the server's retry) and inspection ends after it.
-  if ((s.bits & (kPhaseMask | kNextKnown | kClientKnown | kTriesMask)) == (kNextKnown | kClientKnown) &&
-      s.handle == 0)
-    s.bits = static_cast<uint8_t>(s.bits | kTriesMask);
 }
 
 bool syn_ack_tells_client(uint16_t sport, uint16_t dport) noexcept {

@@ -89,28 +89,20 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 // stream would read ends, as segment() decides it from the first byte, and
 // hold no message that classification, which reads the first one only,
 // would not judge: every TLS record whole and a ClientHello among them
-// finished, in one record (after a 2-byte alert, an empty handshake record
-// or a ChangeCipherSpec too); one DNS-over-TCP
+// finished, in one record (after a 2-byte alert or an empty handshake
+// record; a ChangeCipherSpec first, which classification does not step
+// over and no client sends first, is not whole); one DNS-over-TCP
 // message, whole; one HTTP request, whole with its body, and nothing behind
 // it that begins another (bytes that are no request: true, no stream reads
 // them). False if the rest of a message would come after the handshake,
 // where the stream, starting in its middle, cannot read it, or a second
 // message would go unjudged: a name there would pass (docs/reassembly.md,
 // "Fast Open"). `scratch`:
-// kTlsScratch bytes for a ClientHello split over records. *hello (if given)
-// is set when the bytes are whole and hold a whole ClientHello. Reads
-// [p, p + n) only; work linear in n.
+// kTlsScratch bytes for a ClientHello split over records. Reads [p, p + n)
+// only; work linear in n.
 bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
-                          std::size_t scratch_cap, bool* hello = nullptr) noexcept;
+                          std::size_t scratch_cap) noexcept;
 
-// For a stream stream_open() has just opened from a SYN-ACK: the client's
-// first ClientHello rode whole in its SYN (TCP Fast Open), was judged there,
-// and the SYN-ACK acknowledges it (its server took it). A ClientHello the
-// stream reads next is the second (after a HelloRetryRequest): judged as a
-// first one is, and not taken for a first one acknowledging bytes its
-// server never sent before it (the retry), a conflict that dropped such a
-// client when it sent no ChangeCipherSpec before it.
-void stream_hello_taken(StreamRef s) noexcept;
 
 // Whether a SYN-ACK sent from port `sport` to port `dport` may tell a flow's
 // client and start: not one sent to a service port (below 1024, 8080, 8443,
