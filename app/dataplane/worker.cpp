@@ -82,7 +82,7 @@ struct WorkerScratch {
   Key128 names[kBurst][2];        // the first and the latest name packet i's inspection read (note_names)
   uint8_t nnames[kBurst];
   bool control_bad[kBurst];       // a FIN, RST or SYN-ACK whose bad checksum ignore_bad_control() found
-  bool fast_open_cut[kBurst];     // a SYN whose data leaves a message unfinished (fast_open())
+  bool fast_open_cut[kBurst];     // a SYN whose data cannot be judged whole (fast_open()): dropped
   PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
@@ -1187,9 +1187,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
     if (spoofed) {
       from_wrong_side(i, frame);
     } else if (fast_open_syn(m)) {
-      // Its data as a SYN that made no entry has it: a SYN with data on a
-      // live entry (one a forged segment made) is no challenge to a server
-      // that never saw that entry's packets, and it may take the data.
+      // Its data judged, entry or not: a SYN on a live entry (one a forged
+      // segment made) opens a connection for a server that never saw that
+      // entry's packets, and a Fast Open server takes the data.
       classify_meta(frame, m, s.keys[i]);
     } else if (inspected && m.proto == kProtoTcp && !payload_taken(m.tcp_flags)) {
       bump(st.reasm_not_taken);

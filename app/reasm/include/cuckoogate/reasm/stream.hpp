@@ -97,12 +97,10 @@ void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, boo
 // them). False if the rest of a message would come after the handshake,
 // where the stream, starting in its middle, cannot read it, or a second
 // message would go unjudged: a name there would pass (docs/reassembly.md,
-// "Fast Open"). `scratch`:
-// kTlsScratch bytes for a ClientHello split over records. Reads [p, p + n)
-// only; work linear in n.
+// "Fast Open"). `scratch`: kTlsScratch bytes for a ClientHello split over
+// records. Reads [p, p + n) only; work linear in n.
 bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
                           std::size_t scratch_cap) noexcept;
-
 
 // Whether a SYN-ACK sent from port `sport` to port `dport` may tell a flow's
 // client and start: not one sent to a service port (below 1024, 8080, 8443,
