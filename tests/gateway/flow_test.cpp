@@ -1246,6 +1246,24 @@ TEST_F(Flows, AFakeClientHelloAcknowledgingBytesItsServerNeverSentIsAConflict) {
   }
 }
 
+// A request with several Host lines: a server that routes by the last one
+// must not get a blocked name behind a fine one (an outside check got
+// "Host: fine.example" then "Host: blocked.example" past the gateway;
+// nginx refuses such a request, other servers may not). Over a plain
+// connection and in a Fast Open SYN.
+TEST_F(Flows, TheLastOfSeveralHostLinesIsJudgedToo) {
+  const Conn web{80};
+  const std::string req = "GET / HTTP/1.1\r\nHost: fine.example\r\nHost: blocked.example\r\n\r\n";
+  const Bytes get = web.data(req);
+  replay(cat(web.handshake(), {get}), "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{get});
+  const Bytes syn = web.c2s(0x02, 100, 0).payload(req).frame();
+  replay({syn}, "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{syn});
+  replay(cat(web.handshake(), {get}), "host fine.example\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{get});
+}
+
 // TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes
 // no flow), and the flow's stream starts past it. After a HelloRetryRequest
 // a client in middlebox-compatibility mode sends a ChangeCipherSpec, then its

@@ -650,6 +650,26 @@ TEST(ClassifyHttp, AHostLineBehindABareCrIsJudgedToo) {
   EXPECT_EQ(d.count(RuleKind::kHost), 2u);  // one.example, example
 }
 
+// Several Host lines: nginx, Go and Tomcat refuse the request, Node and
+// Python take the first, a server that takes the last routes by that one
+// (an outside check got a fine name then a blocked one past the gateway):
+// the first and the last are judged. The same name twice is one reading.
+TEST(ClassifyHttp, TheFirstAndTheLastOfSeveralHostLinesAreJudged) {
+  const auto a = classify_frame(http("GET /s HTTP/1.1\r\nHost: fine.example\r\nHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(a.matches("host fine.example"));
+  EXPECT_TRUE(a.matches("host blocked.example"));
+  EXPECT_TRUE(a.matches("url blocked.example/s"));
+  const auto b = classify_frame(
+      http("GET /s HTTP/1.1\r\nHost: fine.example\r\nX: 1\r\nhost:blocked.example\r\nHost:\r\n\r\n"));
+  EXPECT_TRUE(b.matches("host blocked.example"));  // (a last line without a name is not a reading)
+  const auto c = classify_frame(http("GET http://ok.example/x HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n"));
+  EXPECT_TRUE(c.matches("host ok.example"));
+  EXPECT_TRUE(c.matches("host a.example"));
+  EXPECT_TRUE(c.matches("host b.example"));
+  const auto d = classify_frame(http("GET / HTTP/1.1\r\nHost: one.example\r\nHost: one.example\r\n\r\n"));
+  EXPECT_EQ(d.count(RuleKind::kHost), 2u);  // one.example, example: once
+}
+
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {
   for (const char* p :
        {"GETX / HTTP/1.1\r\nHost: a.example\r\n\r\n",       // any token is a method

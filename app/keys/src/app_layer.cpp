@@ -60,49 +60,65 @@ bool header_line(const uint8_t* p, std::size_t n, std::size_t pos, bool bare_cr,
   return true;
 }
 
+// The value of the Host line [pos, end) (next: where the line after it
+// starts) into [*b, *e): its blanks and trailing CRs trimmed; for "Host:"
+// alone, the first continuation line that is not blank (obs-fold, RFC 9112
+// §5.2: Apache and HAProxy unfold it and route by that name; nginx and Node
+// refuse it). False if there is none.
+bool host_value(const uint8_t* p, std::size_t n, bool bare_cr, std::size_t pos, std::size_t end, std::size_t next,
+                std::size_t* vb, std::size_t* ve) noexcept {
+  std::size_t b = pos + 5;
+  while (b < end && (p[b] == ' ' || p[b] == '\t')) ++b;
+  std::size_t e = end;
+  // Trailing blanks and CRs: nginx reads "Host: a.example\r\r\n" as
+  // a.example (its parser skips a CR before the line's end).
+  while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r')) --e;
+  for (std::size_t c = next; e == b;) {
+    if (c >= n || !is_blank(p[c])) return false;
+    std::size_t ce = 0, after = 0;
+    if (!header_line(p, n, c, bare_cr, &ce, &after)) return false;
+    while (c < ce && is_blank(p[c])) ++c;
+    while (ce > c && (is_blank(p[ce - 1]) || p[ce - 1] == '\r')) --ce;
+    if (ce != c) {
+      b = c;
+      e = ce;
+    }
+    c = after;
+  }
+  *vb = b;
+  *ve = e;
+  return true;
+}
+
 // Finds the first Host header in the header block starting at p, lines
 // split as header_line() does; the block ends at an empty line. A line
-// without its terminator (cut by the segment end) is ignored.
-bool find_host_header(const uint8_t* p, std::size_t n, bool bare_cr, const uint8_t*& v, std::size_t& vlen) noexcept {
+// without its terminator (cut by the segment end) is ignored. With `last`,
+// the block's last Host header (one with a value) into *last/*last_len too.
+bool find_host_header(const uint8_t* p, std::size_t n, bool bare_cr, const uint8_t*& v, std::size_t& vlen,
+                      const uint8_t** last = nullptr, std::size_t* last_len = nullptr) noexcept {
+  bool first = false;
   std::size_t pos = 0;
   while (pos < n) {
     std::size_t end = 0, next = 0;
-    if (!header_line(p, n, pos, bare_cr, &end, &next)) return false;
-    if (end == pos) return false;  // end of the header block
+    if (!header_line(p, n, pos, bare_cr, &end, &next) || end == pos) break;  // cut, or the block's end
     if (iequals_prefix(p + pos, end - pos, "host:")) {
-      std::size_t b = pos + 5;
-      while (b < end && (p[b] == ' ' || p[b] == '\t')) ++b;
-      std::size_t e = end;
-      // Trailing blanks and CRs: nginx reads "Host: a.example\r\r\n" as
-      // a.example (its parser skips a CR before the line's end).
-      while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r')) --e;
-      if (e == b) {
-        // "Host:" then the name on a folded line (obs-fold, RFC 9112 §5.2):
-        // Apache and HAProxy unfold it and route by that name (nginx and
-        // Node refuse it). The first continuation line that is not blank
-        // is the value.
-        std::size_t c = next;
-        for (;;) {
-          if (c >= n || !is_blank(p[c])) return false;
-          std::size_t ce = 0, after = 0;
-          if (!header_line(p, n, c, bare_cr, &ce, &after)) return false;
-          while (c < ce && is_blank(p[c])) ++c;
-          while (ce > c && (is_blank(p[ce - 1]) || p[ce - 1] == '\r')) --ce;
-          if (ce != c) {
-            b = c;
-            e = ce;
-            break;
-          }
-          c = after;
-        }
+      std::size_t b = 0, e = 0;
+      const bool has = host_value(p, n, bare_cr, pos, end, next, &b, &e);
+      if (!first) {
+        if (!has) return false;  // the first Host line names nothing: as before, no host
+        v = p + b;
+        vlen = e - b;
+        first = true;
+        if (last == nullptr) return true;
       }
-      v = p + b;
-      vlen = e - b;
-      return true;
+      if (has) {
+        *last = p + b;
+        *last_len = e - b;
+      }
     }
     pos = next;
   }
-  return false;
+  return first;
 }
 
 // True if the header block starting at p holds a CR not followed by LF
@@ -120,16 +136,28 @@ bool has_bare_cr(const uint8_t* p, std::size_t n) noexcept {
 
 // The Host header(s) of the header block at p into *v/*vlen and, when a
 // bare CR makes Python's reading find another first Host line, that one
-// into *alt/*alt_len (else left nullptr).
+// into *alt/*alt_len; else, when the block has several Host lines, the
+// last (else *alt is left nullptr).
 void host_headers(const uint8_t* p, std::size_t n, const uint8_t*& v, std::size_t& vlen, const uint8_t*& alt,
                   std::size_t& alt_len) noexcept {
-  find_host_header(p, n, /*bare_cr=*/false, v, vlen);
-  if (!has_bare_cr(p, n)) return;
-  const uint8_t* a = nullptr;
-  std::size_t al = 0;
-  if (find_host_header(p, n, /*bare_cr=*/true, a, al) && !(a == v && al == vlen)) {
-    alt = a;
-    alt_len = al;
+  const uint8_t* last = nullptr;
+  std::size_t last_len = 0;
+  find_host_header(p, n, /*bare_cr=*/false, v, vlen, &last, &last_len);
+  if (has_bare_cr(p, n)) {
+    const uint8_t* a = nullptr;
+    std::size_t al = 0;
+    if (find_host_header(p, n, /*bare_cr=*/true, a, al) && !(a == v && al == vlen)) {
+      alt = a;
+      alt_len = al;
+      return;
+    }
+  }
+  // Several Host lines: nginx, Go and Tomcat refuse the request, Node and
+  // Python take the first, and a server that takes the last would route by
+  // another name (an outside check): that one is judged too.
+  if (last != nullptr && last != v && !(last_len == vlen && std::memcmp(last, v, vlen) == 0)) {
+    alt = last;
+    alt_len = last_len;
   }
 }
 

@@ -24,8 +24,9 @@ struct HttpRequest {
   const uint8_t* host_header = nullptr;
   std::size_t host_header_len = 0;
   // The first Host header as Python's http.server reads the lines (a bare CR
-  // ends one too), when a bare CR makes it another than the one above
-  // (nullptr otherwise): servers disagree, so both are judged.
+  // ends one too), when a bare CR makes it another than the one above; else
+  // the last Host header, when there are several (nullptr otherwise):
+  // servers disagree, so both are judged.
   const uint8_t* alt_host = nullptr;
   std::size_t alt_host_len = 0;
   // origin-form and asterisk-form: the authority is the Host header's (so an
