@@ -170,7 +170,7 @@ static_assert(sizeof(QuicTag) <= reasm::kSlotTagBytes);
 // synchronized; Linux drops it in every state past SYN-SENT), nor with RST
 // (the connection is reset or the RST ignored; its bytes are never read),
 // nor with SYN (data in a SYN — TCP Fast Open — is the one exception; such a
-// SYN is judged alone, not read: docs/reassembly.md, "Direction"). A client
+// SYN is judged alone, not read: docs/reassembly.md, "Fast Open"). A client
 // could otherwise send a ClientHello naming a fine host in such a segment,
 // which the gateway would judge and its server drop, and then the real one
 // at the same sequence number, taken for a retransmission.
@@ -609,7 +609,11 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
   // `spoofed`: from the other side than its direction's (wrong_side()),
   // judged apart (process(), step 1) unless its flow is blocked.
   auto first = [&] { return first_payload_byte(i, pkt, false); };
-  if (!spoofed && (e->flags & judging_bit(r.dir)) != 0 && !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
+  // A SYN with data is judged on its data whatever its flow passed (a Fast
+  // Open server takes it as a new connection's first bytes).
+  const bool syn_data = fast_open_syn(s.meta[i]);
+  if (!spoofed && !syn_data && (e->flags & judging_bit(r.dir)) != 0 &&
+      !inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
     s.hit[i] = {};
     return true;  // follows the earlier packet's verdict (step 3)
   }
@@ -629,7 +633,7 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
     e->flags |= judging_bit(r.dir);
     return false;
   }
-  if (spoofed || !e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
+  if (spoofed || syn_data || !e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
       inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).

@@ -1374,6 +1374,20 @@ TEST_F(Flows, AFastOpenSynWhoseDataLeavesAMessageUnfinishedIsDropped) {
     replay({forged, syn}, rules, {"--pps", "50"});
     EXPECT_EQ(passed(), host == "fine.example" ? (std::vector<Bytes>{forged, syn}) : std::vector<Bytes>{forged});
   }
+  // The same on an entry that passes and whose inspection is over (three
+  // segments between two service ports that start no message end it): a
+  // SYN's data is judged whatever its flow passed, not taken from the cache.
+  for (const std::string host : {"fine.example", "blocked.example"}) {
+    auto pkt = [](uint8_t flags, uint32_t seq) {
+      return Packet().ipv4("10.8.0.7", "10.9.0.1").tcp(3128, 443, flags).seq_ack(seq, 501);
+    };
+    std::vector<Bytes> in;
+    for (uint32_t k = 0; k < 3; ++k) in.push_back(pkt(0x18, 5000 + 10 * k).payload(std::string(10, '\x01')).frame());
+    const Bytes syn = pkt(0x02, 100).payload(tls_client_hello(host)).frame();
+    in.push_back(syn);
+    replay(in, rules, {"--pps", "50"});
+    EXPECT_EQ(dropped(), host == "fine.example" ? std::vector<Bytes>{} : std::vector<Bytes>{syn}) << host;
+  }
   // Whole messages in the SYN: judged there, passed or dropped by their names.
   for (const std::string host : {"fine.example", "blocked.example"}) {
     const Bytes whole = tls_client_hello(host);

@@ -668,6 +668,23 @@ TEST(ClassifyHttp, TheFirstAndTheLastOfSeveralHostLinesAreJudged) {
   EXPECT_TRUE(c.matches("host b.example"));
   const auto d = classify_frame(http("GET / HTTP/1.1\r\nHost: one.example\r\nHost: one.example\r\n\r\n"));
   EXPECT_EQ(d.count(RuleKind::kHost), 2u);  // one.example, example: once
+  // A first Host line that names nothing does not hide a later one.
+  const auto e = classify_frame(http("GET /s HTTP/1.1\r\nHost:\r\nHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(e.matches("host blocked.example"));
+  EXPECT_TRUE(e.matches("url blocked.example/s"));
+  // A bare CR gives the second reading: the last Host line is a third, its
+  // host keys judged (in origin- and absolute-form, within the key budget).
+  const auto f = classify_frame(http(
+      "GET /s HTTP/1.1\r\nX: 1\rHost: fine2.example\r\nHost: fine.example\r\nHost: blocked.example\r\n\r\n"));
+  EXPECT_TRUE(f.matches("host fine2.example"));
+  EXPECT_TRUE(f.matches("host fine.example"));
+  EXPECT_TRUE(f.matches("host blocked.example"));
+  EXPECT_FALSE(f.malformed());
+  const auto g = classify_frame(http(
+      "GET http://ok.example/x HTTP/1.1\r\nX: 1\rHost: a.example\r\nHost: b.example\r\nHost: c.example\r\n\r\n"));
+  for (const char* h : {"host ok.example", "host a.example", "host b.example", "host c.example"})
+    EXPECT_TRUE(g.matches(h)) << h;
+  EXPECT_FALSE(g.malformed());
 }
 
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {

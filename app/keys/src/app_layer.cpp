@@ -93,7 +93,9 @@ bool host_value(const uint8_t* p, std::size_t n, bool bare_cr, std::size_t pos, 
 // Finds the first Host header in the header block starting at p, lines
 // split as header_line() does; the block ends at an empty line. A line
 // without its terminator (cut by the segment end) is ignored. With `last`,
-// the block's last Host header (one with a value) into *last/*last_len too.
+// the block's last Host header that names something into *last/*last_len
+// too, and a first Host line that names nothing does not end the search
+// (a server taking the last would route by a later one).
 bool find_host_header(const uint8_t* p, std::size_t n, bool bare_cr, const uint8_t*& v, std::size_t& vlen,
                       const uint8_t** last = nullptr, std::size_t* last_len = nullptr) noexcept {
   bool first = false;
@@ -104,8 +106,8 @@ bool find_host_header(const uint8_t* p, std::size_t n, bool bare_cr, const uint8
     if (iequals_prefix(p + pos, end - pos, "host:")) {
       std::size_t b = 0, e = 0;
       const bool has = host_value(p, n, bare_cr, pos, end, next, &b, &e);
-      if (!first) {
-        if (!has) return false;  // the first Host line names nothing: as before, no host
+      if (!has && !first && last == nullptr) return false;  // the first Host line names nothing: no host
+      if (has && !first) {
         v = p + b;
         vlen = e - b;
         first = true;
@@ -134,31 +136,31 @@ bool has_bare_cr(const uint8_t* p, std::size_t n) noexcept {
   return false;
 }
 
-// The Host header(s) of the header block at p into *v/*vlen and, when a
-// bare CR makes Python's reading find another first Host line, that one
-// into *alt/*alt_len; else, when the block has several Host lines, the
-// last (else *alt is left nullptr).
-void host_headers(const uint8_t* p, std::size_t n, const uint8_t*& v, std::size_t& vlen, const uint8_t*& alt,
-                  std::size_t& alt_len) noexcept {
+// The Host header(s) of the header block at p: the first into v/vlen; when
+// a bare CR makes Python's reading find another first Host line, that one
+// into req.alt_host and the last of several Host lines (another name than
+// the first) into req.last_host; else that last one into req.alt_host.
+void host_headers(const uint8_t* p, std::size_t n, HttpRequest& req, const uint8_t*& v, std::size_t& vlen) noexcept {
   const uint8_t* last = nullptr;
   std::size_t last_len = 0;
   find_host_header(p, n, /*bare_cr=*/false, v, vlen, &last, &last_len);
+  // Several Host lines: nginx, Go and Tomcat refuse the request, Node and
+  // Python take the first, and a server that takes the last would route by
+  // another name (an outside check): that one is judged too.
+  if (last == v || (v != nullptr && last_len == vlen && std::memcmp(last, v, vlen) == 0)) last = nullptr;
   if (has_bare_cr(p, n)) {
     const uint8_t* a = nullptr;
     std::size_t al = 0;
     if (find_host_header(p, n, /*bare_cr=*/true, a, al) && !(a == v && al == vlen)) {
-      alt = a;
-      alt_len = al;
+      req.alt_host = a;
+      req.alt_host_len = al;
+      req.last_host = last;  // (a third reading: its host keys only)
+      req.last_host_len = last_len;
       return;
     }
   }
-  // Several Host lines: nginx, Go and Tomcat refuse the request, Node and
-  // Python take the first, and a server that takes the last would route by
-  // another name (an outside check): that one is judged too.
-  if (last != nullptr && last != v && !(last_len == vlen && std::memcmp(last, v, vlen) == 0)) {
-    alt = last;
-    alt_len = last_len;
-  }
+  req.alt_host = last;
+  req.alt_host_len = last_len;
 }
 
 }  // namespace
@@ -214,7 +216,7 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.path = target;
     req.path_len = tend;
     req.authority_from_host = true;
-    host_headers(p + lf + 1, n - lf - 1, req.authority, req.authority_len, req.alt_host, req.alt_host_len);
+    host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
     return true;
   }
   // absolute-form: any scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
@@ -242,18 +244,18 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.path_len = tend - a1;
     // RFC 9112 §3.2.2: the target's authority wins, but servers that route
     // by the Host header (Node, Express) take that: both are looked up.
-    host_headers(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len, req.alt_host, req.alt_host_len);
+    host_headers(p + lf + 1, n - lf - 1, req, req.host_header, req.host_header_len);
     return true;
   }
   if (mlen == 7 && std::memcmp(p, "CONNECT", 7) == 0) {  // authority-form
     req.authority = target;
     req.authority_len = tend;
-    host_headers(p + lf + 1, n - lf - 1, req.host_header, req.host_header_len, req.alt_host, req.alt_host_len);
+    host_headers(p + lf + 1, n - lf - 1, req, req.host_header, req.host_header_len);
     return true;
   }
   // asterisk-form and anything else: no url, host from the Host header
   req.authority_from_host = true;
-  host_headers(p + lf + 1, n - lf - 1, req.authority, req.authority_len, req.alt_host, req.alt_host_len);
+  host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
   return true;
 }
 

@@ -29,6 +29,10 @@ struct HttpRequest {
   // servers disagree, so both are judged.
   const uint8_t* alt_host = nullptr;
   std::size_t alt_host_len = 0;
+  // The last of several Host headers when alt_host is taken by the bare-CR
+  // reading (nullptr otherwise): judged by its host keys.
+  const uint8_t* last_host = nullptr;
+  std::size_t last_host_len = 0;
   // origin-form and asterisk-form: the authority is the Host header's (so an
   // alt_host is another authority, url included).
   bool authority_from_host = false;

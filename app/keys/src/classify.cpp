@@ -219,6 +219,7 @@ void http_request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
   };
   other_host(req.host_header, req.host_header_len);
   if (!req.authority_from_host) other_host(req.alt_host, req.alt_host_len);
+  other_host(req.last_host, req.last_host_len);
 }
 
 void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
@@ -242,6 +243,7 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
     alt.authority = req.alt_host;
     alt.authority_len = req.alt_host_len;
     alt.alt_host = nullptr;
+    alt.last_host = nullptr;
     http_request_keys(alt, em);
   }
 }

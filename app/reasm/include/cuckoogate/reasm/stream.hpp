@@ -83,9 +83,9 @@ void stream_pure_ack(StreamRef s, bool forward, uint32_t seq, bool timestamp, ui
 void stream_open(StreamRef s, uint8_t tcp_flags, uint32_t seq, uint32_t ack, bool sender_is_initiator) noexcept;
 
 // TCP Fast Open (RFC 7413): the `n` bytes `p` a client's SYN carries to
-// port `dport`. The gateway judges them alone (a SYN makes no flow) and the
-// flow's stream starts where the server's SYN-ACK acknowledges, past them if
-// the server took them. True if they end where a message of the protocol the
+// port `dport`. The gateway judges them alone (classification, whatever the
+// SYN's flow) and the flow's stream starts where the server's SYN-ACK
+// acknowledges, past them if the server took them. True if they end where a message of the protocol the
 // stream would read ends, as segment() decides it from the first byte, and
 // hold no message that classification, which reads the first one only,
 // would not judge: every TLS record whole and a ClientHello among them
