@@ -147,7 +147,7 @@ void host_headers(const uint8_t* p, std::size_t n, HttpRequest& req, const uint8
   // Several Host lines: nginx, Go and Tomcat refuse the request, Node and
   // Python take the first, and a server that takes the last would route by
   // another name (an outside check): that one is judged too.
-  if (last == v || (v != nullptr && last_len == vlen && std::memcmp(last, v, vlen) == 0)) last = nullptr;
+  if (last != nullptr && v != nullptr && last_len == vlen && std::memcmp(last, v, vlen) == 0) last = nullptr;
   if (has_bare_cr(p, n)) {
     const uint8_t* a = nullptr;
     std::size_t al = 0;

@@ -97,6 +97,22 @@ bool acks_before_server(const Segment& seg) {
   return seg.server_first_known && seq_diff(seg.ack, seg.server_first) < 0;
 }
 
+// The phase a client stream is read in, decided by its first byte `b` and
+// its server's port. To port 53 always DNS: classify() reads port 53's
+// bytes as DNS whatever they are, and a query of 0x16xx bytes begins like a
+// TLS record (its length's first byte is 22), with a header that can read
+// as a ClientHello's. An alert record first is TLS too (Go servers drop
+// warning alerts before a ClientHello). A ChangeCipherSpec first is a TLS
+// stream whose ClientHello rode in its SYN (TCP Fast Open): after a
+// HelloRetryRequest, a client in middlebox-compatibility mode sends one,
+// then its second ClientHello, which its server acts on; it is read as
+// after a first one (an outside check found it unread). Anything else: HTTP.
+uint8_t start_phase(uint8_t b, uint16_t dport) {
+  if (dport == 53) return static_cast<uint8_t>(App::kDns);
+  if (b == 20) return kTlsAfterHello;
+  return static_cast<uint8_t>(b == 22 || b == 21 ? App::kTls : App::kHttp);
+}
+
 // Bytes at a client stream's start that frame_messages() reads as TLS and
 // that may begin a ClientHello: a handshake record header (its version as
 // the inspector takes one) of that type, one cut short, an empty one, or a
@@ -232,12 +248,13 @@ bool dns_message_whole(const uint8_t* p, std::size_t n) {
 bool fast_open_data_whole(const uint8_t* p, std::size_t n, uint16_t dport, uint8_t* scratch,
                           std::size_t scratch_cap) noexcept {
   if (n == 0) return true;
-  // The phase segment() would give a stream starting with these bytes.
+  // As the stream would read them (start_phase()).
+  const uint8_t ph = start_phase(p[0], dport);
+  if (ph == static_cast<uint8_t>(App::kDns)) return dns_message_whole(p, n);
   // A ChangeCipherSpec first: classification does not step over one to a
   // ClientHello behind it, and no client sends one before its first.
-  if (p[0] == 20 && dport != 53) return false;
-  if (dport == 53) return dns_message_whole(p, n);
-  if (p[0] == 21 || p[0] == 22) {
+  if (ph == kTlsAfterHello) return false;
+  if (ph == static_cast<uint8_t>(App::kTls)) {
     // A ClientHello split over records must be finished too: the stream
     // would take the record holding its rest for the start of another. And
     // it must be in one record: classification reads the SYN's first
@@ -400,19 +417,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
     const std::size_t left = n - pos;
     uint8_t ph = phase(s);
     if (ph == 0) {  // the flow's port, else its first client bytes say what it speaks
-      // To port 53 always DNS: classify() reads port 53's bytes as DNS
-      // whatever they are, and a query of 0x16xx bytes begins like a TLS
-      // record (its length's first byte is 22), with a header that can
-      // read as a ClientHello's.
-      // (An alert record first is TLS too: Go servers drop warning alerts
-      // before a ClientHello.) A ChangeCipherSpec first is a TLS stream whose
-      // ClientHello rode in its SYN (TCP Fast Open): after a
-      // HelloRetryRequest, a client in middlebox-compatibility mode sends one,
-      // then its second ClientHello, which its server acts on; it is read as
-      // after a first one (an outside check found it unread).
-      ph = q[0] == 20 && dport != 53
-               ? kTlsAfterHello
-               : static_cast<uint8_t>(dport == 53 ? App::kDns : q[0] == 22 || q[0] == 21 ? App::kTls : App::kHttp);
+      ph = start_phase(q[0], dport);
       set_phase(s, ph);
     }
     if (ph == kTlsAfterHello) {
