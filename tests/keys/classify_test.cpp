@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cuckoogate/keys/classify.hpp"
+#include "h2_builder.hpp"
 #include "keys_test_util.hpp"
 
 namespace cg {
@@ -685,6 +686,103 @@ TEST(ClassifyHttp, TheFirstAndTheLastOfSeveralHostLinesAreJudged) {
   for (const char* h : {"host ok.example", "host a.example", "host b.example", "host c.example"})
     EXPECT_TRUE(g.matches(h)) << h;
   EXPECT_FALSE(g.malformed());
+}
+
+// ---- Cleartext HTTP/2 (prior knowledge) -------------------------------------
+
+Bytes h2(const Bytes& block) {
+  return Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).payload(test::h2_start(block)).frame();
+}
+
+Bytes fields(std::initializer_list<std::pair<std::string_view, std::string_view>> f) {
+  Bytes b;
+  for (const auto& [name, value] : f) test::hpack_field(b, name, value);
+  return b;
+}
+
+Bytes unhex(std::string_view h) {
+  Bytes out;
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+TEST(ClassifyHttp2, AConnectionsFirstRequestIsJudgedByItsAuthorityAndPath) {
+  const auto a = classify_frame(h2(fields({{":method", "GET"}, {":scheme", "http"}, {":authority", "blocked.example"},
+                                          {":path", "/secret?x=1#frag"}})));
+  EXPECT_TRUE(a.matches("host blocked.example"));
+  EXPECT_TRUE(a.matches("url blocked.example/secret?x=1"));
+  EXPECT_TRUE(a.matches("url blocked.example/secret"));
+  EXPECT_FALSE(a.malformed());
+  // Huffman-coded, static-table indices, as curl sends it (coded by python3-hpack).
+  const auto b = classify_frame(h2(unhex(
+      "8286418f8e8393a9645cbe474d7416e3c0781f4489610525854ff9e600ff7a8825b650c3abbcf2e15383f963e7")));
+  EXPECT_TRUE(b.matches("host blocked.example"));
+  EXPECT_TRUE(b.matches("url blocked.example:8080/secret?x=1"));
+  // RFC 7541 C.4.1: :path "/" from the static table.
+  const auto c = classify_frame(h2(unhex("828684418cf1e3c2e5f23a6ba0ab90f4ff")));
+  EXPECT_TRUE(c.matches("host www.example.com"));
+  EXPECT_TRUE(c.matches("url www.example.com/"));
+  // CONNECT: an authority, no url.
+  const auto d = classify_frame(h2(fields({{":method", "CONNECT"}, {":authority", "blocked.example:443"}})));
+  EXPECT_TRUE(d.matches("host blocked.example"));
+  EXPECT_EQ(d.count(RuleKind::kUrl), 0u);
+}
+
+TEST(ClassifyHttp2, EveryHostAServerMayRouteByIsJudged) {
+  // No :authority: the Host field, url included (RFC 9113 §8.3.1).
+  const auto a = classify_frame(h2(fields({{":method", "GET"}, {":path", "/s"}, {"host", "blocked.example"}})));
+  EXPECT_TRUE(a.matches("url blocked.example/s"));
+  // :authority and another Host field: both names.
+  const auto b = classify_frame(
+      h2(fields({{":method", "GET"}, {":authority", "fine.example"}, {":path", "/s"}, {"host", "blocked.example"}})));
+  EXPECT_TRUE(b.matches("url fine.example/s"));
+  EXPECT_TRUE(b.matches("host blocked.example"));
+  // Several Host fields: the first and the last, each a reading of its own.
+  const auto c = classify_frame(h2(fields({{":method", "GET"}, {":path", "/s"}, {"host", "fine.example"},
+                                          {"host", "other.example"}, {"host", "blocked.example"}})));
+  EXPECT_TRUE(c.matches("url fine.example/s"));
+  EXPECT_TRUE(c.matches("url blocked.example/s"));
+  // An empty :authority names nothing: the Host field does.
+  const auto d = classify_frame(h2(fields({{":authority", ""}, {":path", "/s"}, {"host", "blocked.example"}})));
+  EXPECT_TRUE(d.matches("url blocked.example/s"));
+  // A Host field the block adds to its table and names again by index.
+  Bytes e = fields({{":method", "GET"}, {":path", "/s"}});
+  test::hpack_field(e, "host", "fine.example", /*index=*/true);
+  test::hpack_field(e, "x-pad", "blocked.example", /*index=*/true);
+  e.push_back(0x40 | 0x3f);  // a literal named like entry 63 (host), value ...
+  e.push_back(0x00);         // ... 63 - 63 = 0 more
+  test::hpack_string(e, "blocked.example");
+  const auto f = classify_frame(h2(e));
+  EXPECT_TRUE(f.matches("host fine.example"));
+  EXPECT_TRUE(f.matches("url blocked.example/s"));
+}
+
+TEST(ClassifyHttp2, WhatIsNotAWholeFirstBlockIsNotRead) {
+  Bytes start = test::h2_start(fields({{":authority", "blocked.example"}, {":path", "/"}}));
+  // Cut before the HEADERS frame ends: nothing (the stream inspector holds it).
+  start.pop_back();
+  const auto a = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).payload(start).frame());
+  EXPECT_EQ(a.count(RuleKind::kHost), 0u);
+  EXPECT_FALSE(a.malformed());
+  // Frames without the preface are not HTTP/2 prior knowledge.
+  const Bytes frames(start.begin() + 24, start.end());
+  const auto b = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).payload(frames).frame());
+  EXPECT_EQ(b.count(RuleKind::kHost), 0u);
+  // A block that fails to decode after its :authority: that name is judged.
+  Bytes bad = fields({{":authority", "blocked.example"}});
+  bad.push_back(0xbe);  // index 62: the table is empty
+  EXPECT_TRUE(classify_frame(h2(bad)).matches("host blocked.example"));
+  // A block larger than the reader's scratch, and a value that decodes to
+  // more than it holds: flagged malformed (a counted verdict), not passed
+  // as if read.
+  const auto c = classify_frame(h2(fields({{":path", "/"}, {"x-big", std::string(17000, 'a')}})));
+  EXPECT_TRUE(c.malformed());
+  Bytes huge = {0x41};  // :authority, added to the table, its value Huffman-coded:
+  test::hpack_int(huge, 0x80, 7, 12288);
+  huge.insert(huge.end(), 12287, 0x00);  // '0' is 00000: 19 660 of them ...
+  huge.push_back(0x0f);                  // ... then 4 bits of padding
+  const auto d = classify_frame(h2(huge));
+  EXPECT_TRUE(d.malformed());
 }
 
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {

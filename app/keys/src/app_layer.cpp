@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "cuckoogate/h2/h2.hpp"
 #include "encoding.hpp"
 
 namespace cg::detail {
@@ -257,6 +258,47 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
   req.authority_from_host = true;
   host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
   return true;
+}
+
+H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch) noexcept {
+  req = HttpRequest{};
+  if (n < h2::kPrefaceLen || !h2::begins_preface(p, n)) return H2Read::kNone;
+  const h2::FirstBlock f = h2::first_header_block(p, n, SIZE_MAX, scratch.block, sizeof scratch.block);
+  if (f.status == h2::Status::kTooLarge) return H2Read::kUnreadable;  // a block the scratch cannot hold
+  if (f.status != h2::Status::kComplete) return H2Read::kNone;
+  h2::Request r;
+  h2::decode_first_block(scratch.block, f.block_len, scratch.values, sizeof scratch.values, r);
+  if (r.too_long) return H2Read::kUnreadable;
+  const auto named = [](const h2::Value& v) { return v.p != nullptr && v.len != 0; };
+  const auto same = [](const h2::Value& a, const h2::Value& b) {
+    return a.len == b.len && (a.len == 0 || std::memcmp(a.p, b.p, a.len) == 0);
+  };
+  // The last Host field, when it names another host than the first.
+  const bool other_last = named(r.host_last) && !same(r.host_first, r.host_last);
+  if (named(r.authority)) {
+    req.authority = r.authority.p;
+    req.authority_len = r.authority.len;
+    if (named(r.host_first)) {
+      req.host_header = r.host_first.p;
+      req.host_header_len = r.host_first.len;
+    }
+  } else if (named(r.host_first)) {
+    req.authority = r.host_first.p;
+    req.authority_len = r.host_first.len;
+    req.authority_from_host = true;
+  }
+  if (other_last) {
+    req.alt_host = r.host_last.p;
+    req.alt_host_len = r.host_last.len;
+  }
+  // :path is origin-form ("/..."), or "*" (OPTIONS): only the first has a url.
+  if (named(r.path) && r.path.p[0] == '/') {
+    req.has_url = true;
+    req.path = r.path.p;
+    req.path_len = r.path.len;
+    if (const uint8_t* h = find(r.path.p, r.path.len, '#')) req.path_len = static_cast<std::size_t>(h - r.path.p);
+  }
+  return H2Read::kRequest;
 }
 
 bool parse_tls_sni(const uint8_t* p, std::size_t n, const uint8_t*& name,

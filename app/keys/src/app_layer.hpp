@@ -43,6 +43,28 @@ struct HttpRequest {
 // token, blanks (runs of SP/HTAB) around the target, CRLF or bare LF.
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept;
 
+// Cleartext HTTP/2 with prior knowledge (app/h2): the first header block
+// and the values it decodes to.
+inline constexpr std::size_t kH2BlockMax = 16384;   // what a slot holds, frames included
+inline constexpr std::size_t kH2ValuesMax = 16384;  // Huffman-decoded values (raw ones are not copied)
+struct H2Scratch {
+  uint8_t block[kH2BlockMax];
+  uint8_t values[kH2ValuesMax];
+};
+enum class H2Read : uint8_t {
+  kNone,        // not the HTTP/2 preface, or its first header block is not all there
+  kRequest,     // the first request, in req
+  kUnreadable,  // its block is there but larger than the scratch, or a value is
+};
+// When p begins with the HTTP/2 connection preface and holds its first
+// header block whole: the request it makes, as an origin-form request
+// (docs/rules.md, "HTTP/2 cleartext"): the authority from :authority (its
+// Host fields judged as other hosts), else from the first Host field (the
+// last one, if another, as a second reading); the url from :path. req's
+// pointers point into [p, p + n) and `scratch`. A block that does not
+// decode (its server ends the connection) is read up to its error.
+H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch) noexcept;
+
 // SNI host_name of a TLS ClientHello beginning the payload (record type 22,
 // handshake type 1), after any empty handshake records and 2-byte alert
 // records; false when absent or cut.

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "app_layer.hpp"
+#include "cuckoogate/h2/h2.hpp"
 #include "encoding.hpp"
 
 namespace cg {
@@ -87,6 +88,8 @@ class Emitter {
   }
 
   unsigned size() const noexcept { return n_; }
+
+  void flag_malformed() noexcept { out_.malformed = true; }
 
   // Host keys for a name (not lower-cased; trailing dot already dropped):
   // the name and every parent domain, all sharing one encoding.
@@ -222,6 +225,36 @@ void http_request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
   other_host(req.last_host, req.last_host_len);
 }
 
+// The keys of an HTTP request (either version): its reading, and a second
+// one where Python's reading of the header lines (a bare CR ends one) finds
+// another first Host line, or a later Host field names another host: where
+// the host comes from the Host header, that request is judged too, url
+// included.
+void request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
+  if (req.authority != nullptr) http_request_keys(req, em);
+  if (req.alt_host != nullptr && req.authority_from_host) {
+    detail::HttpRequest alt = req;
+    alt.authority = req.alt_host;
+    alt.authority_len = req.alt_host_len;
+    alt.alt_host = nullptr;
+    alt.last_host = nullptr;
+    http_request_keys(alt, em);
+  }
+}
+
+// A cleartext HTTP/2 connection's start (docs/rules.md, "HTTP/2
+// cleartext"). Not inlined: its 32 KiB of buffers would make every
+// classify() call probe that much stack.
+[[gnu::noinline]] void app_layer_h2(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
+  detail::H2Scratch scratch;
+  detail::HttpRequest req;
+  switch (detail::parse_h2_request(pl, n, req, scratch)) {
+    case detail::H2Read::kRequest: request_keys(req, em); break;
+    case detail::H2Read::kUnreadable: em.flag_malformed(); break;  // counted, never passed unread silently
+    case detail::H2Read::kNone: break;
+  }
+}
+
 void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   if (pl[0] == 22 || pl[0] == 21) {  // a handshake record, or an alert before it (parse_tls_sni)
     const uint8_t* name = nullptr;
@@ -232,20 +265,12 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
     }
     return;
   }
-  detail::HttpRequest req;
-  if (!detail::parse_http_request(pl, n, req)) return;
-  if (req.authority != nullptr) http_request_keys(req, em);
-  // Python's reading of the header lines (a bare CR ends one) found another
-  // first Host line: where the host comes from the Host header, that
-  // request is judged too, url included.
-  if (req.alt_host != nullptr && req.authority_from_host) {
-    detail::HttpRequest alt = req;
-    alt.authority = req.alt_host;
-    alt.authority_len = req.alt_host_len;
-    alt.alt_host = nullptr;
-    alt.last_host = nullptr;
-    http_request_keys(alt, em);
+  if (pl[0] == 'P' && n >= h2::kPrefaceLen && h2::begins_preface(pl, n)) {
+    app_layer_h2(pl, n, em);
+    return;
   }
+  detail::HttpRequest req;
+  if (detail::parse_http_request(pl, n, req)) request_keys(req, em);
 }
 
 // Every question's name (up to kMaxNamesPerPacket; a query with more, or
