@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gateway_test_env.hpp"
+#include "h2_builder.hpp"
 #include "packet_builder.hpp"
 #include "pcap_file.hpp"
 #include "quic_initial_builder.hpp"
@@ -1262,6 +1263,34 @@ TEST_F(Flows, TheLastOfSeveralHostLinesIsJudgedToo) {
   EXPECT_EQ(dropped(), std::vector<Bytes>{syn});
   replay(cat(web.handshake(), {get}), "host fine.example\n", {"--pps", "50"});
   EXPECT_EQ(dropped(), std::vector<Bytes>{get});
+}
+
+// Cleartext HTTP/2 with prior knowledge (curl --http2-prior-knowledge,
+// plaintext gRPC): the first request's :authority and :path are HPACK-coded
+// (here Huffman, as curl codes them: www.example.com, RFC 7541 C.4.1). Sent
+// split over two segments, it is read whole from the stream and judged by
+// host and url; the flow stays blocked both ways. A name that matches
+// nothing passes the whole connection.
+TEST_F(Flows, ACleartextHttp2RequestIsJudgedByItsHpackCodedNames) {
+  const Conn web{80};
+  const cg::test::H2Bytes block = {0x82, 0x86, 0x84, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5,
+                                   0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff};
+  const cg::test::H2Bytes start = cg::test::h2_start(block);
+  const std::string all(start.begin(), start.end());
+  const Bytes first = web.data(all.substr(0, 30));
+  const Bytes rest = web.data(all.substr(30), 30);
+  const auto end = static_cast<uint32_t>(all.size());
+  const Bytes answer = web.s2c(0x18, 501, 101 + end).payload(std::string(30, '\0')).frame();
+  const Bytes later = web.data(std::string(12, '\0'), end);
+  const std::vector<Bytes> conn = cat(web.handshake(), {first, rest, answer, later});
+  for (const char* rule : {"host www.example.com\n", "url www.example.com/\n"}) {
+    SCOPED_TRACE(rule);
+    const auto st = replay(conn, rule, {"--pps", "50"});
+    EXPECT_EQ(dropped(), (std::vector<Bytes>{rest, answer, later}));
+    EXPECT_EQ(st["reassembly"]["completed"], 1);
+  }
+  replay(conn, "host other.example\nurl www.example.com/x\n", {"--pps", "50"});
+  EXPECT_EQ(passed(), conn);
 }
 
 // TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "h2_builder.hpp"
 #include "messages.hpp"
 
 namespace {
@@ -1104,6 +1105,89 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
 // More messages in one segment than kMaxMessages drop the flow's client
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.
+// Cleartext HTTP/2 (prior knowledge, or after an Upgrade: h2c): the preface
+// and frames to the end of the first header block.
+std::string h2_block_start(const std::string& authority) {
+  cg::test::H2Bytes block;
+  cg::test::hpack_field(block, ":method", "GET");
+  cg::test::hpack_field(block, ":authority", authority);
+  cg::test::hpack_field(block, ":path", "/");
+  const cg::test::H2Bytes b = cg::test::h2_start(block);
+  return {b.begin(), b.end()};
+}
+
+std::string h2_frame_s(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  const cg::test::H2Bytes f = cg::test::h2_frame(type, flags, stream, cg::test::H2Bytes(payload.begin(), payload.end()));
+  return {f.begin(), f.end()};
+}
+
+TEST(Stream, AnHttp2ConnectionsFirstHeaderBlockIsGivenWholeAtEverySplit) {
+  const std::string first = h2_block_start("www.blocked.example");
+  const std::string s = first + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 3, "\x82") + "more";
+  for (std::size_t cut = 1; cut < first.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    Harness h;
+    Flow f = opened();
+    ASSERT_EQ(h.client(f, s, 0, cut), Step::kSkip);
+    EXPECT_TRUE(h.got.empty());
+    ASSERT_EQ(h.client(f, s, cut, s.size() - cut), Step::kMessages);
+    ASSERT_EQ(h.got, (std::vector<std::string>{first}));
+    EXPECT_EQ(h.pool->free_slots(), 4u);
+    // The blocks after it are not read (the connection's HPACK table is not
+    // kept): the flow settles once its server has the bytes read.
+    EXPECT_TRUE(h.settles(f, s.size()));
+  }
+}
+
+TEST(Stream, AnHttp2PrefaceAfterAnUpgradeRequestIsReadToo) {
+  const std::string upgrade =
+      "GET / HTTP/1.1\r\nHost: ok.example\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+      "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n";
+  const std::string h2 = h2_block_start("www.blocked.example");
+  Harness h;
+  Flow f = opened();
+  const std::string s = upgrade + h2;
+  EXPECT_EQ(h.client(f, s, 0, upgrade.size() + 30), Step::kMessages);
+  EXPECT_EQ(h.client(f, s, upgrade.size() + 30, s.size() - upgrade.size() - 30), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{upgrade, h2}));
+}
+
+TEST(Stream, Http2FramesAServerRefusesOrThatOutgrowTheSlotEndTheReading) {
+  const std::string pre = std::string(cg::test::kH2Preface) + h2_frame_s(cg::test::kH2Settings, 0, 0, "");
+  {  // a CONTINUATION that continues nothing: the server ends the connection
+    Harness h;
+    Flow f = opened();
+    const std::string s = pre + h2_frame_s(cg::test::kH2Continuation, cg::test::kH2EndHeaders, 1, "\x82");
+    EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kDone);
+    EXPECT_TRUE(h.got.empty());
+  }
+  {  // frames before the block that do not fit the slot: an overflow (inspect_overflow decides)
+    Harness h;
+    Flow f = opened();
+    const std::string s = pre + h2_frame_s(cg::test::kH2Ping, 0, 0, std::string(5000, 'x')) +
+                          h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 1, "\x82");
+    Step last = Step::kSkip;
+    for (std::size_t off = 0; off < s.size() && last != Step::kOverflow; off += 1000)
+      last = h.client(f, s, off, std::min<std::size_t>(1000, s.size() - off));
+    EXPECT_EQ(last, Step::kOverflow);
+    EXPECT_EQ(h.insp.counters().overflow, 1u);
+  }
+}
+
+TEST(Stream, FastOpenHttp2DataMustHoldTheFirstHeaderBlock) {
+  Bytes scratch(kTlsScratch);
+  auto whole = [&](const std::string& t) {
+    return fast_open_data_whole(reinterpret_cast<const uint8_t*>(t.data()), t.size(), 80, scratch.data(),
+                                scratch.size());
+  };
+  const std::string first = h2_block_start("www.blocked.example");
+  EXPECT_TRUE(whole(first));
+  EXPECT_TRUE(whole(first + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 3, "\x82")));
+  for (std::size_t cut = 1; cut < first.size(); ++cut) EXPECT_FALSE(whole(first.substr(0, cut))) << cut;
+  // (Before, the preface alone read as a whole HTTP/1 head "PRI * HTTP/2.0".)
+  EXPECT_FALSE(whole(std::string(cg::test::kH2Preface)));
+}
+
 TEST(Stream, TooManyMessagesInOneSegmentDropTheClientData) {
   const std::string tiny = "GET / HTTP/1.1\n\n";
   std::string s;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cuckoogate/h2/h2.hpp"
+
 namespace cg::reasm {
 
 namespace {
@@ -218,7 +220,14 @@ bool hello_in_one_record(const uint8_t* p, std::size_t len) {
 // reach its server unjudged. A head whose body length cannot be read is not
 // whole (the stream drops what follows one; a stream that starts after the
 // SYN would not know to).
+// Cleartext HTTP/2: the preface and frames up to the end of the first
+// header block, which classification reads (what follows it no stream
+// reads either); frames a server refuses: no request.
 bool http_request_whole(const uint8_t* p, std::size_t n) {
+  if (h2::begins_preface(p, n)) {
+    const h2::Status st = h2::first_header_block(p, n, kHttpMaxHead).status;
+    return st == h2::Status::kComplete || st == h2::Status::kInvalid;
+  }
   const HttpHead h = detect_http_head(p, n);
   if (h.status == Frame::kInvalid) return true;  // no request: no stream reads it
   if (h.status != Frame::kComplete || h.body == HttpBody::kUnknown) return false;
@@ -501,7 +510,22 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       } else {
         return finish(s);  // a broken body: the server closes; nothing more to read
       }
-    } else {  // HTTP
+    } else if (h2::begins_preface(q, left)) {
+      // Cleartext HTTP/2 (prior knowledge, or after an Upgrade: h2c): the
+      // preface and the frames to the end of the first header block are
+      // one message, which classification decodes (app/h2). The blocks
+      // after it need the connection's HPACK table, which is not kept:
+      // inspection ends (docs/rules.md, "HTTP/2 cleartext").
+      const h2::FirstBlock f = h2::first_header_block(q, left, kHttpMaxHead);
+      if (f.status == h2::Status::kComplete) {
+        if (held) ++c_.completed;
+        message(q, f.end, App::kHttp);
+        return end_inspection();
+      }
+      if (f.status == h2::Status::kTooLarge) return overflow(s);
+      if (f.status == h2::Status::kInvalid) return invalid();
+      need_more = true;
+    } else {  // HTTP/1
       const HttpHead h = detect_http_head(q, left);
       if (h.status == Frame::kComplete) {
         if (held) ++c_.completed;
