@@ -12,6 +12,7 @@
 #include <array>
 
 #include "cuckoogate/flow/flow_table.hpp"
+#include "cuckoogate/h2/h2.hpp"
 #include "cuckoogate/keys/arrival.hpp"
 #include "cuckoogate/keys/checksum.hpp"
 #include "cuckoogate/keys/classify.hpp"
@@ -86,6 +87,9 @@ struct WorkerScratch {
   PacketKeys extra;               // a second (pipelined) message of one segment
   uint8_t quic[quic::kMaxDatagram];  // the plaintext of a datagram's QUIC Initials
   uint8_t tls[reasm::kTlsScratch];  // a reassembled ClientHello behind one record header
+  // A cleartext HTTP/2 connection's first header block behind its preface
+  // (the stream steps over the preface; classification reads both).
+  uint8_t h2_start[h2::kPrefaceLen + reasm::kHttpMaxHead];
 };
 
 namespace {
@@ -655,10 +659,18 @@ struct Worker::MessageSink {
   bool classified;
 };
 
-void Worker::on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App, bool first) {
+void Worker::on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first) {
   MessageSink& k = *static_cast<MessageSink*>(ctx);
   WorkerScratch& s = *k.w->s_;
   const PacketMeta& m = s.meta[k.i];
+  if (app == reasm::App::kHttp2 && n <= reasm::kHttpMaxHead) {
+    // The frames of an HTTP/2 header block: classified behind the preface,
+    // as a connection's start (docs/rules.md, "HTTP/2 cleartext").
+    std::memcpy(s.h2_start, h2::kPreface, h2::kPrefaceLen);
+    std::memcpy(s.h2_start + h2::kPrefaceLen, p, n);
+    p = s.h2_start;
+    n += h2::kPrefaceLen;
+  }
   if (first) {
     // The packet's own payload, from its start: classified as it is (an
     // urgent byte taken out the way the receiver does).

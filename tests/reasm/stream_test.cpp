@@ -40,11 +40,13 @@ struct Harness {
   StreamInspector insp;
   std::vector<std::string> got;  // every message given, in order
   std::vector<bool> firsts;
+  std::vector<App> apps;
 
-  static void sink(void* ctx, const uint8_t* p, std::size_t n, App, bool first) {
+  static void sink(void* ctx, const uint8_t* p, std::size_t n, App app, bool first) {
     auto* h = static_cast<Harness*>(ctx);
     h->got.emplace_back(reinterpret_cast<const char*>(p), n);
     h->firsts.push_back(first);
+    h->apps.push_back(app);
   }
   // A segment of the stream `s` at offset `off` from the client's first byte.
   Step client(Flow& f, const std::string& s, std::size_t off, std::size_t len, bool forward = true,
@@ -1106,14 +1108,14 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
 // data (an overflow, passed by default, let a blocked request behind 64
 // harmless ones through); kMaxMessages exactly are all given.
 // Cleartext HTTP/2 (prior knowledge, or after an Upgrade: h2c): the preface
-// and frames to the end of the first header block.
-std::string h2_block_start(const std::string& authority) {
+// and the frames before the first header block are stepped over, the block
+// is given whole (App::kHttp2: its frames), then inspection ends.
+cg::test::H2Bytes h2_block(const std::string& authority) {
   cg::test::H2Bytes block;
   cg::test::hpack_field(block, ":method", "GET");
   cg::test::hpack_field(block, ":authority", authority);
   cg::test::hpack_field(block, ":path", "/");
-  const cg::test::H2Bytes b = cg::test::h2_start(block);
-  return {b.begin(), b.end()};
+  return block;
 }
 
 std::string h2_frame_s(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
@@ -1121,17 +1123,30 @@ std::string h2_frame_s(uint8_t type, uint8_t flags, uint32_t stream, const std::
   return {f.begin(), f.end()};
 }
 
+std::string h2_headers(const std::string& authority) {
+  const cg::test::H2Bytes b = h2_block(authority);
+  return h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders | cg::test::kH2EndStream, 1, {b.begin(), b.end()});
+}
+
+std::string h2_start_s(const std::string& authority) {
+  const cg::test::H2Bytes b = cg::test::h2_start(h2_block(authority));
+  return {b.begin(), b.end()};
+}
+
 TEST(Stream, AnHttp2ConnectionsFirstHeaderBlockIsGivenWholeAtEverySplit) {
-  const std::string first = h2_block_start("www.blocked.example");
-  const std::string s = first + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 3, "\x82") + "more";
-  for (std::size_t cut = 1; cut < first.size(); ++cut) {
+  const std::string start = h2_start_s("www.blocked.example");
+  const std::string headers = h2_headers("www.blocked.example");
+  ASSERT_EQ(start.substr(start.size() - headers.size()), headers);
+  const std::string s = start + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 3, "\x82") + "more";
+  for (std::size_t cut = 1; cut < start.size(); ++cut) {
     SCOPED_TRACE(cut);
     Harness h;
     Flow f = opened();
     ASSERT_EQ(h.client(f, s, 0, cut), Step::kSkip);
     EXPECT_TRUE(h.got.empty());
     ASSERT_EQ(h.client(f, s, cut, s.size() - cut), Step::kMessages);
-    ASSERT_EQ(h.got, (std::vector<std::string>{first}));
+    ASSERT_EQ(h.got, (std::vector<std::string>{headers}));
+    EXPECT_EQ(h.apps, (std::vector<App>{App::kHttp2}));
     EXPECT_EQ(h.pool->free_slots(), 4u);
     // The blocks after it are not read (the connection's HPACK table is not
     // kept): the flow settles once its server has the bytes read.
@@ -1139,20 +1154,42 @@ TEST(Stream, AnHttp2ConnectionsFirstHeaderBlockIsGivenWholeAtEverySplit) {
   }
 }
 
+TEST(Stream, AnIdleHttp2ConnectionHoldsNoSlotBeforeItsFirstRequest) {
+  // A gRPC client: preface and SETTINGS, then (minutes later) its first
+  // call. Nothing is held in between; frames whose payload runs past a
+  // segment are skipped as they come.
+  const std::string pre = std::string(cg::test::kH2Preface) + h2_frame_s(cg::test::kH2Settings, 0, 0, std::string(12, '\0'));
+  const std::string ping = h2_frame_s(cg::test::kH2Ping, 0, 0, std::string(3000, 'p'));
+  const std::string headers = h2_headers("www.blocked.example");
+  const std::string s = pre + ping + headers;
+  Harness h;
+  Flow f = opened();
+  EXPECT_EQ(h.client(f, s, 0, pre.size()), Step::kSkip);
+  EXPECT_EQ(f.handle, 0u);
+  EXPECT_EQ(h.client(f, s, pre.size(), 1000), Step::kSkip);  // the PING's header and some of it
+  EXPECT_EQ(h.client(f, s, pre.size() + 1000, 2009), Step::kSkip);
+  EXPECT_EQ(f.handle, 0u);
+  EXPECT_EQ(h.pool->free_slots(), 4u);
+  EXPECT_EQ(h.client(f, s, pre.size() + ping.size(), headers.size()), Step::kMessages);
+  EXPECT_EQ(h.got, (std::vector<std::string>{headers}));
+  EXPECT_EQ(h.insp.counters().started, 0u);  // nothing had to be held
+}
+
 TEST(Stream, AnHttp2PrefaceAfterAnUpgradeRequestIsReadToo) {
   const std::string upgrade =
       "GET / HTTP/1.1\r\nHost: ok.example\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
       "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n";
-  const std::string h2 = h2_block_start("www.blocked.example");
+  const std::string h2 = h2_start_s("www.blocked.example");
   Harness h;
   Flow f = opened();
   const std::string s = upgrade + h2;
   EXPECT_EQ(h.client(f, s, 0, upgrade.size() + 30), Step::kMessages);
   EXPECT_EQ(h.client(f, s, upgrade.size() + 30, s.size() - upgrade.size() - 30), Step::kMessages);
-  EXPECT_EQ(h.got, (std::vector<std::string>{upgrade, h2}));
+  EXPECT_EQ(h.got, (std::vector<std::string>{upgrade, h2_headers("www.blocked.example")}));
+  EXPECT_EQ(h.apps, (std::vector<App>{App::kHttp, App::kHttp2}));
 }
 
-TEST(Stream, Http2FramesAServerRefusesOrThatOutgrowTheSlotEndTheReading) {
+TEST(Stream, Http2FramesAServerRefusesOrABlockLargerThanTheSlotEndTheReading) {
   const std::string pre = std::string(cg::test::kH2Preface) + h2_frame_s(cg::test::kH2Settings, 0, 0, "");
   {  // a CONTINUATION that continues nothing: the server ends the connection
     Harness h;
@@ -1161,16 +1198,24 @@ TEST(Stream, Http2FramesAServerRefusesOrThatOutgrowTheSlotEndTheReading) {
     EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kDone);
     EXPECT_TRUE(h.got.empty());
   }
-  {  // frames before the block that do not fit the slot: an overflow (inspect_overflow decides)
+  {  // another frame inside the block
     Harness h;
     Flow f = opened();
-    const std::string s = pre + h2_frame_s(cg::test::kH2Ping, 0, 0, std::string(5000, 'x')) +
-                          h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 1, "\x82");
+    const std::string s = pre + h2_frame_s(cg::test::kH2Headers, 0, 1, "\x82") + h2_frame_s(cg::test::kH2Ping, 0, 0, "12345678");
+    EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kDone);
+    EXPECT_TRUE(h.got.empty());
+  }
+  {  // a block that does not fit the slot: an overflow (inspect_overflow decides)
+    Harness h;
+    Flow f = opened();
+    const std::string s = pre + h2_frame_s(cg::test::kH2Headers, 0, 1, std::string(3000, '\x82')) +
+                          h2_frame_s(cg::test::kH2Continuation, cg::test::kH2EndHeaders, 1, std::string(3000, '\x82'));
     Step last = Step::kSkip;
     for (std::size_t off = 0; off < s.size() && last != Step::kOverflow; off += 1000)
       last = h.client(f, s, off, std::min<std::size_t>(1000, s.size() - off));
     EXPECT_EQ(last, Step::kOverflow);
     EXPECT_EQ(h.insp.counters().overflow, 1u);
+    EXPECT_TRUE(h.got.empty());
   }
 }
 
@@ -1180,7 +1225,7 @@ TEST(Stream, FastOpenHttp2DataMustHoldTheFirstHeaderBlock) {
     return fast_open_data_whole(reinterpret_cast<const uint8_t*>(t.data()), t.size(), 80, scratch.data(),
                                 scratch.size());
   };
-  const std::string first = h2_block_start("www.blocked.example");
+  const std::string first = h2_start_s("www.blocked.example");
   EXPECT_TRUE(whole(first));
   EXPECT_TRUE(whole(first + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 3, "\x82")));
   for (std::size_t cut = 1; cut < first.size(); ++cut) EXPECT_FALSE(whole(first.substr(0, cut))) << cut;

@@ -510,21 +510,41 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       } else {
         return finish(s);  // a broken body: the server closes; nothing more to read
       }
-    } else if (h2::begins_preface(q, left)) {
-      // Cleartext HTTP/2 (prior knowledge, or after an Upgrade: h2c): the
-      // preface and the frames to the end of the first header block are
-      // one message, which classification decodes (app/h2). The blocks
-      // after it need the connection's HPACK table, which is not kept:
-      // inspection ends (docs/rules.md, "HTTP/2 cleartext").
-      const h2::FirstBlock f = h2::first_header_block(q, left, kHttpMaxHead);
-      if (f.status == h2::Status::kComplete) {
-        if (held) ++c_.completed;
-        message(q, f.end, App::kHttp);
-        return end_inspection();
+    } else if ((s.bits & kTriesMask) == kTriesMask) {
+      // Cleartext HTTP/2, between its preface and its first header block
+      // (the tries bits, unused in HTTP once a start is known, mark it):
+      // frames before the block are stepped over without holding them (a
+      // gRPC client sends its preface and SETTINGS, then may stay idle for
+      // minutes before its first call), the block is held and given whole,
+      // and then inspection ends: the blocks after it need the connection's
+      // HPACK table (docs/rules.md, "HTTP/2 cleartext").
+      h2::FrameHeader fh;
+      if (!h2::frame_header(q, left, &fh)) {
+        need_more = true;
+      } else if (fh.type == h2::kContinuation) {
+        return invalid();  // continues nothing: the server ends the connection
+      } else if (fh.type != h2::kHeaders) {
+        advance = h2::kFrameHeader + fh.len;  // (past n: the rest is skipped as it comes)
+      } else {
+        const h2::FirstBlock f = h2::header_block(q, left, kHttpMaxHead);
+        if (f.status == h2::Status::kComplete) {
+          if (held) ++c_.completed;
+          message(q, f.end, App::kHttp2);
+          return end_inspection();
+        }
+        if (f.status == h2::Status::kTooLarge) return overflow(s);
+        if (f.status == h2::Status::kInvalid) return invalid();
+        need_more = true;
       }
-      if (f.status == h2::Status::kTooLarge) return overflow(s);
-      if (f.status == h2::Status::kInvalid) return invalid();
-      need_more = true;
+    } else if (h2::begins_preface(q, left)) {
+      // The preface of cleartext HTTP/2 (prior knowledge, or after an
+      // Upgrade: h2c request): the frames behind it are read as above.
+      if (left < h2::kPrefaceLen) {
+        need_more = true;
+      } else {
+        advance = h2::kPrefaceLen;
+        s.bits = static_cast<uint8_t>(s.bits | kNextKnown | kTriesMask);
+      }
     } else {  // HTTP/1
       const HttpHead h = detect_http_head(q, left);
       if (h.status == Frame::kComplete) {

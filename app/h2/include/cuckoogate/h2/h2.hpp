@@ -21,8 +21,9 @@
 
 namespace cg::h2 {
 
-// "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".
-inline constexpr std::size_t kPrefaceLen = 24;
+// The client connection preface (RFC 9113 §3.4).
+inline constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+inline constexpr std::size_t kPrefaceLen = sizeof kPreface - 1;
 // True if [p, p + n) is the preface or begins with it (n >= 24), or is a
 // start of it (n < 24: more bytes may complete it).
 bool begins_preface(const uint8_t* p, std::size_t n) noexcept;
@@ -34,23 +35,36 @@ enum class Status : uint8_t {
   kTooLarge,  // not ended within `max` bytes
 };
 
-// The frames after the preface, up to the first header block's end: any
-// frames before it (SETTINGS, WINDOW_UPDATE, PRIORITY, PING, types a server
-// ignores) are stepped over; then a HEADERS frame (PADDED and PRIORITY
-// fields taken off its payload) and the CONTINUATION frames of its stream
-// that must follow it, to the one with END_HEADERS. kInvalid where a server
-// ends the connection instead: HEADERS on stream 0, padding longer than
-// its frame, a CONTINUATION that does not continue, another frame inside
-// the block. `end`: where the frame that ends the block ends.
+// A frame's 9-byte header (RFC 9113 §4.1).
+inline constexpr std::size_t kFrameHeader = 9;
+inline constexpr uint8_t kHeaders = 1, kContinuation = 9;
+struct FrameHeader {
+  uint32_t len = 0;  // of the payload
+  uint8_t type = 0, flags = 0;
+  uint32_t stream = 0;
+};
+// False if [p, n) is shorter than a frame header.
+bool frame_header(const uint8_t* p, std::size_t n, FrameHeader* h) noexcept;
+
+// Frames from [p, n) on, up to the end of a header block: any frames before
+// it (SETTINGS, WINDOW_UPDATE, PRIORITY, PING, types a server ignores) are
+// stepped over; then a HEADERS frame (PADDED and PRIORITY fields taken off
+// its payload) and the CONTINUATION frames of its stream that must follow
+// it, to the one with END_HEADERS. kInvalid where a server ends the
+// connection instead: HEADERS on stream 0, padding longer than its frame, a
+// CONTINUATION that does not continue, another frame inside the block.
 struct FirstBlock {
   Status status = Status::kNeedMore;
   std::size_t end = 0;        // kComplete: bytes of [p, n) that hold it
   std::size_t block_len = 0;  // kComplete: the block's length (its fragments joined)
 };
-
-// Frames the connection start [p, n) (the preface first). With `out`, the
-// block's fragments are copied there, joined (`cap` bytes; a longer block
-// is kTooLarge). kTooLarge too if it does not end within `max` bytes.
+// With `out`, the block's fragments are copied there, joined (`cap` bytes;
+// a longer block is kTooLarge). kTooLarge too if it does not end within
+// `max` bytes.
+FirstBlock header_block(const uint8_t* p, std::size_t n, std::size_t max, uint8_t* out = nullptr,
+                        std::size_t cap = 0) noexcept;
+// The same from a connection's start: the preface first (kInvalid without
+// it), `end` counted from the preface.
 FirstBlock first_header_block(const uint8_t* p, std::size_t n, std::size_t max, uint8_t* out = nullptr,
                               std::size_t cap = 0) noexcept;
 

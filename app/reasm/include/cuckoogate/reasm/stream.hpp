@@ -18,7 +18,10 @@
 namespace cg::reasm {
 
 // The protocol of a flow's client stream, decided by its first client bytes.
-enum class App : uint8_t { kUnknown = 0, kTls = 1, kHttp = 2, kDns = 3 };
+// kHttp2 is a kind of message only (never a flow's phase): a cleartext
+// HTTP/2 connection's first header block, its frames without the preface
+// before them (stepped over as it passed: docs/reassembly.md).
+enum class App : uint8_t { kUnknown = 0, kTls = 1, kHttp = 2, kDns = 3, kHttp2 = 4 };
 
 // A flow's inspection state: nine bytes of the caller's flow entry, all zero
 // when the entry is created (then: nothing known). `bits` layout (stream.cpp):
