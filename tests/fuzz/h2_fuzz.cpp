@@ -35,7 +35,7 @@ bool inside(const cg::h2::Value& v, const uint8_t* b, std::size_t n) {
 }
 
 void check_values(const cg::h2::Request& r, const uint8_t* block, std::size_t n, const uint8_t* out, std::size_t cap) {
-  for (const cg::h2::Value* v : {&r.method, &r.scheme, &r.authority, &r.path, &r.host_first, &r.host_last}) {
+  for (const cg::h2::Value* v : {&r.method, &r.scheme, &r.authority, &r.authority_last, &r.path, &r.host_first, &r.host_last}) {
     if (v->p == nullptr) continue;
     // A value from the block (raw), the output (Huffman) or the static
     // table (at most 13 bytes: "gzip, deflate").

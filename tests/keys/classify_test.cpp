@@ -742,6 +742,11 @@ TEST(ClassifyHttp2, EveryHostAServerMayRouteByIsJudged) {
                                           {"host", "other.example"}, {"host", "blocked.example"}})));
   EXPECT_TRUE(c.matches("url fine.example/s"));
   EXPECT_TRUE(c.matches("url blocked.example/s"));
+  // Two :authority fields: the last one's host keys too.
+  const auto g = classify_frame(
+      h2(fields({{":authority", "fine.example"}, {":authority", "blocked.example"}, {":path", "/s"}})));
+  EXPECT_TRUE(g.matches("url fine.example/s"));
+  EXPECT_TRUE(g.matches("host blocked.example"));
   // An empty :authority names nothing: the Host field does.
   const auto d = classify_frame(h2(fields({{":authority", ""}, {":path", "/s"}, {"host", "blocked.example"}})));
   EXPECT_TRUE(d.matches("url blocked.example/s"));

@@ -200,7 +200,7 @@ class Block {
     return true;
   }
 
-  Str method, scheme, authority, path, host_first, host_last;
+  Str method, scheme, authority, authority_last, path, host_first, host_last;
 
  private:
   // §5.1: an N-bit prefix integer at pos_. Values beyond 2^32 are refused
@@ -264,7 +264,10 @@ class Block {
     switch (name) {
       case Name::kMethod: if (!method.set) method = value; break;
       case Name::kScheme: if (!scheme.set) scheme = value; break;
-      case Name::kAuthority: if (!authority.set) authority = value; break;
+      case Name::kAuthority:
+        if (!authority.set) authority = value;
+        authority_last = value;
+        break;
       case Name::kPath: if (!path.set) path = value; break;
       case Name::kHost:
         if (!host_first.set) host_first = value;
@@ -340,10 +343,19 @@ void decode_first_block(const uint8_t* p, std::size_t n, uint8_t* out, std::size
   };
   take(b.method, &req.method);
   take(b.scheme, &req.scheme);
+  // (A last field that is the first one's string takes no more room.)
+  const auto take_last = [&](const Str& last, const Str& first, const Value& first_value, Value* v) {
+    if (last.p == first.p && last.len == first.len) {
+      *v = first_value;
+    } else {
+      take(last, v);
+    }
+  };
   take(b.authority, &req.authority);
+  take_last(b.authority_last, b.authority, req.authority, &req.authority_last);
   take(b.path, &req.path);
   take(b.host_first, &req.host_first);
-  take(b.host_last, &req.host_last);
+  take_last(b.host_last, b.host_first, req.host_first, &req.host_last);
 }
 
 }  // namespace cg::h2

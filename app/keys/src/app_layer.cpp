@@ -291,6 +291,12 @@ H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scr
     req.alt_host = r.host_last.p;
     req.alt_host_len = r.host_last.len;
   }
+  // Two :authority fields (servers refuse the request, or take one): the
+  // last one's host keys as well.
+  if (named(r.authority_last) && !same(r.authority, r.authority_last)) {
+    req.last_host = r.authority_last.p;
+    req.last_host_len = r.authority_last.len;
+  }
   // :path is origin-form ("/..."), or "*" (OPTIONS): only the first has a url.
   if (named(r.path) && r.path.p[0] == '/') {
     req.has_url = true;

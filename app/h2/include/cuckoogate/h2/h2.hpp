@@ -77,10 +77,11 @@ struct Value {
 // What a server routes the request by: the first of each pseudo-header
 // (RFC 9113 §8.3.1: a second one makes the request malformed; a server
 // that takes the first, or refuses it, serves nothing the first did not
-// name) and the first and last Host field (HTTP/1's rule for several
-// Host lines: a server taking the last would route by it).
+// name), the last :authority as well, and the first and last Host field
+// (HTTP/1's rule for several Host lines: a server taking the last would
+// route by it).
 struct Request {
-  Value method, scheme, authority, path;
+  Value method, scheme, authority, authority_last, path;
   Value host_first, host_last;
   // The block does not decode: a server ends the connection
   // (COMPRESSION_ERROR, RFC 9113 §4.3) and serves none of it. The fields
