@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,12 +102,22 @@ class RedisServer {
   }
 
  private:
+  // PONG to a PING: not only listening, but done loading its append-only
+  // file (until then it answers every command "-LOADING", and a test's
+  // redis-cli XADD right after a restart was lost under load).
   bool answers() const {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, socket().c_str(), sizeof(a.sun_path) - 1);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    if (ok) {
+      const timeval tv{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char reply[64] = {};
+      ok = ::write(fd, "PING\r\n", 6) == 6 && ::read(fd, reply, sizeof reply - 1) > 0 &&
+           std::strncmp(reply, "+PONG", 5) == 0;
+    }
     ::close(fd);
     return ok;
   }
