@@ -68,6 +68,8 @@ struct alignas(64) WorkerStats {
                                                 // (no ACK, or SYN or RST set; a QUIC Initial under 1200 bytes)
   std::atomic<uint64_t> reasm_fast_open_cut{0}; // SYNs whose data (TCP Fast Open) leaves a message unfinished
                                                 // (no stream could read its rest) or holds a second: dropped
+  std::atomic<uint64_t> reasm_refused{0};       // flows whose HTTP/2 header block decodes for no server
+                                                // (client data dropped)
   std::atomic<uint64_t> quic_initials{0};     // client datagrams whose QUIC Initials were decrypted
   std::atomic<uint64_t> quic_completed{0};    // QUIC ClientHellos reassembled whole and judged
   std::atomic<uint64_t> quic_failed{0};       // QUIC long-header datagrams that could not be opened
@@ -94,7 +96,7 @@ struct StatsSnapshot {
   uint64_t frags_held = 0, frags_reassembled = 0, frags_timeout = 0, frags_overlap = 0, frags_too_many = 0,
            frags_failed = 0, frags_duplicate = 0, frags_dead = 0, frags_table_full = 0, frags_unsupported = 0;
   uint64_t reasm_started = 0, reasm_completed = 0, inspect_overflow = 0, inspect_dropped = 0,
-           reasm_conflicts = 0, reasm_bad_checksum = 0, reasm_not_taken = 0, reasm_fast_open_cut = 0, quic_initials = 0, quic_completed = 0, quic_failed = 0, quic_blocked = 0;
+           reasm_conflicts = 0, reasm_bad_checksum = 0, reasm_not_taken = 0, reasm_fast_open_cut = 0, reasm_refused = 0, quic_initials = 0, quic_completed = 0, quic_failed = 0, quic_blocked = 0;
   // Flow tables (filled by the engine from each worker's table, not by add()).
   uint64_t flows_active = 0, flows_created = 0, flows_evicted = 0, flows_expired = 0,
            flows_syn_deferred = 0, flows_reopened_in_burst = 0;
@@ -142,6 +144,7 @@ struct StatsSnapshot {
     reasm_bad_checksum += ld(w.reasm_bad_checksum);
     reasm_not_taken += ld(w.reasm_not_taken);
     reasm_fast_open_cut += ld(w.reasm_fast_open_cut);
+    reasm_refused += ld(w.reasm_refused);
     quic_initials += ld(w.quic_initials);
     quic_completed += ld(w.quic_completed);
     quic_failed += ld(w.quic_failed);

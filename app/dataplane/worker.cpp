@@ -757,6 +757,7 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
   if (after.started != before.started) bump(st.reasm_started, after.started - before.started);
   if (after.completed != before.completed) bump(st.reasm_completed, after.completed - before.completed);
   if (after.conflicts != before.conflicts) bump(st.reasm_conflicts, after.conflicts - before.conflicts);
+  if (after.refused != before.refused) bump(st.reasm_refused, after.refused - before.refused);
   if (step == reasm::Step::kOverflow) {
     bump(st.inspect_overflow);
     if (cfg_.inspect_overflow_drop) reasm::stream_drop_all(ref);

@@ -109,6 +109,7 @@ void snapshot_lines(std::string& out, const std::string& p, const StatsSnapshot&
   line(out, p + "reassembly.bad_checksum", s.reasm_bad_checksum);
   line(out, p + "reassembly.not_taken", s.reasm_not_taken);
   line(out, p + "reassembly.fast_open_cut", s.reasm_fast_open_cut);
+  line(out, p + "reassembly.refused", s.reasm_refused);
   line(out, p + "quic.initials", s.quic_initials);
   line(out, p + "quic.completed", s.quic_completed);
   line(out, p + "quic.failed", s.quic_failed);

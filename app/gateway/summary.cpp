@@ -67,7 +67,7 @@ bool write_summary_json(const std::string& path, const SummaryInfo& info, const 
                       {"overflow", s.inspect_overflow},
                       {"conflicts", s.reasm_conflicts}, {"dropped", s.inspect_dropped},
                       {"bad_checksum", s.reasm_bad_checksum}, {"not_taken", s.reasm_not_taken},
-                      {"fast_open_cut", s.reasm_fast_open_cut}}},
+                      {"fast_open_cut", s.reasm_fast_open_cut}, {"refused", s.reasm_refused}}},
       {"quic", {{"initials", s.quic_initials}, {"completed", s.quic_completed}, {"failed", s.quic_failed},
                 {"blocked", s.quic_blocked}}},
       {"rejects", {{"sent", s.rejects_sent}, {"limited", s.rejects_limited}, {"failed", s.rejects_failed}}},

@@ -1293,6 +1293,33 @@ TEST_F(Flows, ACleartextHttp2RequestIsJudgedByItsHpackCodedNames) {
   EXPECT_EQ(passed(), conn);
 }
 
+// What an outside check got nginx to serve: a PADDED HEADERS frame whose
+// padding never comes (nginx acts on the block once its fragment is there),
+// and a block that decodes for no server known (dropped: fails closed).
+TEST_F(Flows, AnHttp2BlockIsJudgedBeforeItsPaddingAndOneNoServerDecodesIsDropped) {
+  const Conn web{80};
+  cg::test::H2Bytes block;
+  cg::test::hpack_field(block, ":method", "GET");
+  cg::test::hpack_field(block, ":authority", "blocked.example");
+  cg::test::H2Bytes padded = {255};
+  padded.insert(padded.end(), block.begin(), block.end());
+  padded.insert(padded.end(), 255, 0);
+  cg::test::H2Bytes start(cg::test::kH2Preface.begin(), cg::test::kH2Preface.end());
+  const cg::test::H2Bytes headers =
+      cg::test::h2_frame(cg::test::kH2Headers, cg::test::kH2EndHeaders | cg::test::kH2Padded, 1, padded);
+  start.insert(start.end(), headers.begin(), headers.end() - 255);  // the padding never comes
+  const Bytes seg = web.data(std::string(start.begin(), start.end()));
+  replay(cat(web.handshake(), {seg}), "host blocked.example\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{seg});
+  // Index 62 of an empty table: no server decodes it.
+  cg::test::H2Bytes bad = cg::test::h2_start({0x82, 0xbe});
+  const Bytes refused = web.data(std::string(bad.begin(), bad.end()));
+  const Bytes after = web.data("more", static_cast<uint32_t>(bad.size()));
+  const auto st = replay(cat(web.handshake(), {refused, after}), "host other.example\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), (std::vector<Bytes>{refused, after}));
+  EXPECT_EQ(st["reassembly"]["refused"], 1);
+}
+
 // TCP Fast Open: the ClientHello in the SYN is judged alone (the SYN makes
 // no flow), and the flow's stream starts past it. After a HelloRetryRequest
 // a client in middlebox-compatibility mode sends a ChangeCipherSpec, then its

@@ -33,6 +33,18 @@ std::string str(const cg::h2::Value& v) {
   return v.p == nullptr ? "<absent>" : std::string(reinterpret_cast<const char*>(v.p), v.len);
 }
 
+// §5.1: v with an N-bit prefix, the first byte's other bits `high`.
+void test_int(Bytes& b, uint8_t high, unsigned prefix, uint64_t v) {
+  const uint64_t max = (1u << prefix) - 1;
+  if (v < max) {
+    b.push_back(static_cast<uint8_t>(high | v));
+    return;
+  }
+  b.push_back(static_cast<uint8_t>(high | max));
+  for (v -= max; v >= 128; v >>= 7) b.push_back(static_cast<uint8_t>(0x80 | (v & 0x7f)));
+  b.push_back(static_cast<uint8_t>(v));
+}
+
 // The request, and the block and output its values point into.
 struct Decoded {
   cg::h2::Request req;
@@ -81,10 +93,12 @@ TEST(Huffman, DecodesEveryByteAsAnotherEncoderCodesIt) {
 
 TEST(Huffman, RefusesWhatIsNoValidCode) {
   EXPECT_EQ(huffman(hex("fffffffc")), "<invalid>");        // EOS (30 ones) inside the string
-  EXPECT_EQ(huffman(hex("1fff")), "<invalid>");            // 'a' (00011), then 11 bits of padding
-  EXPECT_EQ(huffman(hex("18")), "<invalid>");              // 'a', then padding of zeros
+  EXPECT_EQ(huffman(hex("18")), "<invalid>");              // 'a' (00011), then padding of zeros
   EXPECT_EQ(huffman(hex("1f")), "a");                      // 'a', then three ones: padding
-  EXPECT_EQ(huffman(hex("ff")), "<invalid>");              // eight ones: too much padding
+  // Padding longer than §5.2's 7 bits: nginx takes it (an outside check), so it is taken.
+  EXPECT_EQ(huffman(hex("1fff")), "a");                    // 'a', then 11 ones
+  EXPECT_EQ(huffman(hex("ff")), "");                       // eight ones
+  EXPECT_EQ(huffman(hex("fffffff0")), "<invalid>");        // 28 ones, then zeros
   uint8_t small[2];
   const Bytes coded = hex("f1e3c2e5f23a6ba0ab90f4ff");
   EXPECT_EQ(cg::h2::huffman_decode(coded.data(), coded.size(), small, sizeof small), -1);  // does not fit
@@ -144,22 +158,22 @@ TEST(Hpack, ReadsTheEntriesTheBlockItselfAdds) {
 
 TEST(Hpack, EvictsAsTheTableFills) {
   Decoded d;
-  // A size update to 50 first: host: a (4 + 1 + 32 = 37) fits; :path /b
-  // (5 + 2 + 32 = 39) evicts it, so 63 no longer exists.
-  Bytes b = {0x3f, 0x13, 0x66, 0x01, 'a', 0x44, 0x02, '/', 'b', 0xbe};
-  decode(b, d);
+  // An entry larger than the table (4096) empties it and is not added.
+  Bytes big = {0x66, 0x01, 'a', 0x44};
+  test_int(big, 0x00, 7, 4096 - 32 - 5 + 1);  // :path, 5 + 4060 + 32 = 4097 bytes
+  big.insert(big.end(), 4096 - 32 - 5 + 1, '/');
+  Bytes emptied = big;
+  emptied.push_back(0xbe);  // 62: nothing left
+  decode(emptied, d);
+  EXPECT_TRUE(d.req.malformed);
+  EXPECT_EQ(str(d.req.host_first), "a");  // what was read before the error is kept
+  // A size update below 4096 does not shrink the table (nginx ignores one
+  // before its first entry; a table as large as any server's keeps every
+  // entry an index of theirs may name).
+  Bytes small = {0x3f, 0x13, 0x66, 0x01, 'a', 0x44, 0x02, '/', 'b', 0xbf};  // size 50, then 63 = host: a
+  decode(small, d);
   EXPECT_FALSE(d.req.malformed);
-  EXPECT_EQ(str(d.req.path), "/b");
-  b.push_back(0xbf);  // 63: evicted
-  decode(b, d);
-  EXPECT_TRUE(d.req.malformed);
-  EXPECT_EQ(str(d.req.path), "/b");  // what was read before the error is kept
-  // An entry larger than the table empties it and is not added.
-  Bytes big = {0x3f, 0x13, 0x66, 0x01, 'a', 0x44, 0x14};
-  for (int i = 0; i < 20; ++i) big.push_back('/');
-  big.push_back(0xbe);
-  decode(big, d);
-  EXPECT_TRUE(d.req.malformed);
+  EXPECT_EQ(str(d.req.host_last), "a");
   // 130 Host fields added (4 + 1 + 32 = 37 bytes each): the table keeps
   // the newest 110 (4070 bytes), so 171 is the 21st added and 172 is gone.
   Bytes many;
@@ -181,12 +195,12 @@ TEST(Hpack, MarksEveryBlockAServerCannotDecode) {
       {"index 0", {0x80}},
       {"index past the tables", {0xbe}},
       {"literal name index past the tables", {0x7e, 0x01, 'a'}},
-      {"size update after a field", {0x82, 0x20}},
-      {"size update above 4096", {0x3f, 0xe2, 0x1f}},
+      {"size update above 65536", {0x3f, 0xe2, 0xff, 0x03}},
+      {"integer padded past 64 bits", {0xff, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}},
       {"string past the block", {0x44, 0x05, '/', 'a'}},
       {"integer past the block", {0xff}},
       {"integer beyond 2^32", {0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}},
-      {"bad Huffman value", {0x44, 0x81, 0xff}},
+      {"bad Huffman value", {0x44, 0x81, 0x18}},  // (padding of zeros)
       {"bad Huffman name", {0x00, 0x81, 0x00, 0x01, 'a'}},
       {"literal without its value", {0x44}},
   };
@@ -197,6 +211,35 @@ TEST(Hpack, MarksEveryBlockAServerCannotDecode) {
   decode({0x3f, 0xe1, 0x1f, 0x20, 0x82}, d);  // size updates (4096, 0) first: fine
   EXPECT_FALSE(d.req.malformed);
   EXPECT_EQ(str(d.req.method), "GET");
+}
+
+// What the most lenient server decoder (Go's x/net/http2/hpack, behind
+// net/http h2c and grpc-go) takes is read, so that nothing it serves goes
+// unread: a size update after fields while the table is still empty, and
+// integers padded with zero continuation bytes (found by a review).
+TEST(Hpack, ReadsWhatGosDecoderTakes) {
+  Decoded d;
+  Bytes late = {0x82, 0x86, 0x84, 0x3f, 0xe1, 0x1f, 0x01, 0x0f};
+  for (char c : std::string("blocked.example")) late.push_back(static_cast<uint8_t>(c));
+  decode(late, d);
+  EXPECT_FALSE(d.req.malformed);
+  EXPECT_EQ(str(d.req.authority), "blocked.example");
+  // user-agent (index 58 = 15 + 43) with its index padded by five zero bytes.
+  Bytes padded = {0x0f, 0xab, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01, 'x', 0x01, 0x0f};
+  for (char c : std::string("blocked.example")) padded.push_back(static_cast<uint8_t>(c));
+  decode(padded, d);
+  EXPECT_FALSE(d.req.malformed);
+  EXPECT_EQ(str(d.req.authority), "blocked.example");
+  // A table raised to 65536 keeps what 4096 would have evicted.
+  Bytes big = {0x3f, 0xe1, 0xff, 0x03};  // 65536
+  for (int i = 0; i < 200; ++i) big.insert(big.end(), {0x66, 0x01, static_cast<uint8_t>('a' + i % 26)});
+  big.insert(big.end(), {0xff, 0x86, 0x01});  // 127 + 6 + 128 = 261 = 62 + 199: the first added
+  decode(big, d);
+  EXPECT_FALSE(d.req.malformed);
+  EXPECT_EQ(str(d.req.host_last), "a");
+  // An empty first :authority does not hide a second one.
+  decode({0x81, 0x01, 0x0f, 'b', 'l', 'o', 'c', 'k', 'e', 'd', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e'}, d);
+  EXPECT_EQ(str(d.req.authority), "blocked.example");
   decode({}, d);
   EXPECT_FALSE(d.req.malformed);
 }
@@ -274,6 +317,26 @@ TEST(Frames, TakePaddingPriorityAndContinuationsOff) {
   // Cut anywhere: more is needed, never anything else.
   for (std::size_t n = 0; n < conn.size(); ++n)
     EXPECT_EQ(first(Bytes(conn.begin(), conn.begin() + static_cast<long>(n))).status, cg::h2::Status::kNeedMore) << n;
+}
+
+TEST(Frames, ABlockEndsWhereItsFragmentEndsBeforeItsPadding) {
+  // nginx acts on a header block as soon as its fragment is there: a
+  // request whose padding never came was served (an outside check).
+  const Bytes hdr = hex("828684418cf1e3c2e5f23a6ba0ab90f4ff");
+  Bytes padded = {200};
+  padded.insert(padded.end(), hdr.begin(), hdr.end());
+  padded.insert(padded.end(), 200, 0);
+  const Bytes conn = cat({bytes(kPreface), frame(kSettings, 0, 0, {}), frame(kHeaders, kEndHeaders | kPadded, 1, padded)});
+  const std::size_t fragment_end = conn.size() - 200;
+  for (std::size_t n = fragment_end; n <= conn.size(); n += 50) {
+    Bytes block;
+    const auto r = first(Bytes(conn.begin(), conn.begin() + static_cast<long>(n)), 16384, &block);
+    ASSERT_EQ(r.status, cg::h2::Status::kComplete) << n;
+    EXPECT_EQ(r.end, fragment_end);
+    EXPECT_EQ(block, hdr);
+  }
+  EXPECT_EQ(first(Bytes(conn.begin(), conn.begin() + static_cast<long>(fragment_end - 1))).status,
+            cg::h2::Status::kNeedMore);
 }
 
 TEST(Frames, RefuseWhatAServerRefuses) {

@@ -773,21 +773,48 @@ TEST(ClassifyHttp2, WhatIsNotAWholeFirstBlockIsNotRead) {
   const Bytes frames(start.begin() + 24, start.end());
   const auto b = classify_frame(Packet().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).payload(frames).frame());
   EXPECT_EQ(b.count(RuleKind::kHost), 0u);
-  // A block that fails to decode after its :authority: that name is judged.
+  // A block that fails to decode after its :authority (its server refuses
+  // it): that name is judged, and the packet counted malformed.
   Bytes bad = fields({{":authority", "blocked.example"}});
   bad.push_back(0xbe);  // index 62: the table is empty
-  EXPECT_TRUE(classify_frame(h2(bad)).matches("host blocked.example"));
-  // A block larger than the reader's scratch, and a value that decodes to
-  // more than it holds: flagged malformed (a counted verdict), not passed
-  // as if read.
-  const auto c = classify_frame(h2(fields({{":path", "/"}, {"x-big", std::string(17000, 'a')}})));
+  const auto c = classify_frame(h2(bad));
+  EXPECT_TRUE(c.matches("host blocked.example"));
   EXPECT_TRUE(c.malformed());
-  Bytes huge = {0x41};  // :authority, added to the table, its value Huffman-coded:
-  test::hpack_int(huge, 0x80, 7, 12288);
-  huge.insert(huge.end(), 12287, 0x00);  // '0' is 00000: 19 660 of them ...
-  huge.push_back(0x0f);                  // ... then 4 bits of padding
-  const auto d = classify_frame(h2(huge));
+  // A block larger than the reader's 16 KiB (one packet of a jumbo frame or
+  // a GRO merge; the stream holds no more): flagged malformed.
+  const auto d = classify_frame(h2(fields({{":path", "/"}, {"x-big", std::string(17000, 'a')}})));
   EXPECT_TRUE(d.malformed());
+}
+
+TEST(ClassifyHttp2, EveryValueOfABlockIsReadHoweverLongItDecodes) {
+  // A Huffman-coded :path of 10 241 bytes that decodes to 16 385 (the most
+  // a 16 KiB block can decode to fits the reader; a review found a 16 KiB
+  // output left such a request without any key): the :authority is judged.
+  Bytes b = fields({{":authority", "blocked.example"}});
+  b.push_back(0x04);  // :path (static name 4), not indexed, its value:
+  test::hpack_int(b, 0x80, 7, 10241);
+  b.push_back(0x60);  // '/' is 011000 ...
+  b.insert(b.end(), 10239, 0x00);  // ... then '0's (00000) ...
+  b.push_back(0x07);               // ... the last one, then padding
+  const auto a = classify_frame(h2(b));
+  EXPECT_TRUE(a.matches("host blocked.example"));
+  EXPECT_FALSE(a.malformed());
+  EXPECT_TRUE(a.keys->url_too_long);  // (no url rule is that long)
+}
+
+TEST(ClassifyHttp2, APathAsGoAndOldGrpcServersReadItIsJudged) {
+  // Absolute-form (Go: url.ParseRequestURI; served under :authority).
+  const auto a = classify_frame(
+      h2(fields({{":authority", "fine.example"}, {":path", "http://other.example/secret?x"}})));
+  EXPECT_TRUE(a.matches("url fine.example/secret?x"));
+  EXPECT_TRUE(a.matches("host other.example"));
+  // No leading slash (grpc-go before its 2026 fix served "pkg.Svc/Method").
+  const auto b = classify_frame(h2(fields({{":authority", "blocked.example"}, {":path", "pkg.Svc/Method"}})));
+  EXPECT_TRUE(b.matches("url blocked.example/pkg.Svc/Method"));
+  // "*" (OPTIONS): no url.
+  const auto c = classify_frame(h2(fields({{":authority", "blocked.example"}, {":path", "*"}})));
+  EXPECT_EQ(c.count(RuleKind::kUrl), 0u);
+  EXPECT_TRUE(c.matches("host blocked.example"));
 }
 
 TEST(ClassifyHttp, RequestsAsLenientServersReadThem) {

@@ -1104,9 +1104,6 @@ TEST(Stream, FastOpenDataMustEndWhereAMessageEnds) {
   EXPECT_FALSE(whole(skipped, skipped.size(), 53));
 }
 
-// More messages in one segment than kMaxMessages drop the flow's client
-// data (an overflow, passed by default, let a blocked request behind 64
-// harmless ones through); kMaxMessages exactly are all given.
 // Cleartext HTTP/2 (prior knowledge, or after an Upgrade: h2c): the preface
 // and the frames before the first header block are stepped over, the block
 // is given whole (App::kHttp2: its frames), then inspection ends.
@@ -1219,6 +1216,32 @@ TEST(Stream, Http2FramesAServerRefusesOrABlockLargerThanTheSlotEndTheReading) {
   }
 }
 
+TEST(Stream, AnHttp2BlockIsReadBeforeItsPaddingAndOneNoServerDecodesDropsTheFlow) {
+  const std::string pre = std::string(cg::test::kH2Preface) + h2_frame_s(cg::test::kH2Settings, 0, 0, "");
+  const cg::test::H2Bytes block = h2_block("www.blocked.example");
+  {  // nginx serves a block whose padding has not come (an outside check)
+    Harness h;
+    Flow f = opened();
+    std::string payload(1, '\xff');  // 255 bytes of padding
+    payload.append(block.begin(), block.end());
+    const std::string frame = h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders | cg::test::kH2Padded, 1,
+                                         payload + std::string(255, '\0'));
+    const std::string s = pre + frame;
+    EXPECT_EQ(h.client(f, s, 0, s.size() - 255), Step::kMessages);
+    ASSERT_EQ(h.got.size(), 1u);
+    EXPECT_EQ(h.got[0], frame.substr(0, frame.size() - 255));
+  }
+  {  // a block no server decodes (index 62 of an empty table): dropped, counted
+    Harness h;
+    Flow f = opened();
+    const std::string s = pre + h2_frame_s(cg::test::kH2Headers, cg::test::kH2EndHeaders, 1, "\x82\xbe");
+    EXPECT_EQ(h.client(f, s, 0, s.size()), Step::kConflict);
+    EXPECT_EQ(h.got.size(), 1u);  // (given first: a rule on what it names still counts)
+    EXPECT_EQ(h.insp.counters().refused, 1u);
+    EXPECT_EQ(h.client(f, "more", 0, 4), Step::kDropped);
+  }
+}
+
 TEST(Stream, FastOpenHttp2DataMustHoldTheFirstHeaderBlock) {
   Bytes scratch(kTlsScratch);
   auto whole = [&](const std::string& t) {
@@ -1233,6 +1256,9 @@ TEST(Stream, FastOpenHttp2DataMustHoldTheFirstHeaderBlock) {
   EXPECT_FALSE(whole(std::string(cg::test::kH2Preface)));
 }
 
+// More messages in one segment than kMaxMessages drop the flow's client
+// data (an overflow, passed by default, let a blocked request behind 64
+// harmless ones through); kMaxMessages exactly are all given.
 TEST(Stream, TooManyMessagesInOneSegmentDropTheClientData) {
   const std::string tiny = "GET / HTTP/1.1\n\n";
   std::string s;

@@ -37,13 +37,15 @@ FirstBlock header_block(const uint8_t* p, std::size_t n, std::size_t max, uint8_
       if (pos + kFrameHeader > max) r.status = Status::kTooLarge;
       return r;
     }
-    if (pos + kFrameHeader + f.len > max) return r.status = Status::kTooLarge, r;
-    if (n - pos - kFrameHeader < f.len) return r;  // the frame is not all here
     const uint8_t* payload = p + pos + kFrameHeader;
+    const std::size_t avail = n - pos - kFrameHeader;  // of the payload
     std::size_t from = 0, to = f.len;  // the fragment within the payload
+    std::size_t need = f.len;          // what must be here to go on
     if (!in_block) {
       if (f.type == kContinuation) return r.status = Status::kInvalid, r;  // continues nothing
       if (f.type != kHeaders) {  // stepped over, as a server takes or ignores it
+        if (pos + kFrameHeader + f.len > max) return r.status = Status::kTooLarge, r;
+        if (avail < f.len) return r;
         pos += kFrameHeader + f.len;
         continue;
       }
@@ -51,29 +53,36 @@ FirstBlock header_block(const uint8_t* p, std::size_t n, std::size_t max, uint8_
       std::size_t pad = 0;
       if ((f.flags & kPadded) != 0) {
         if (f.len < 1) return r.status = Status::kInvalid, r;
+        if (avail < 1) return r;  // (its header fits max: checked below once more is known)
         pad = payload[0];
         from = 1;
       }
       if ((f.flags & kPriority) != 0) from += 5;  // stream dependency, weight
       if (from + pad > f.len) return r.status = Status::kInvalid, r;  // §6.2: padding past the fragment
       to = f.len - pad;
+      // A server acts on a block once its fragment is there, before the
+      // padding behind it (nginx served a request whose padding never came:
+      // an outside check).
+      if ((f.flags & kEndHeaders) != 0) need = to;
       in_block = true;
       stream = f.stream;
     } else if (f.type != kContinuation || f.stream != stream) {
       return r.status = Status::kInvalid, r;  // §6.10: nothing may come between
     }
+    if (pos + kFrameHeader + need > max) return r.status = Status::kTooLarge, r;
+    if (avail < need) return r;  // the frame is not all here
     if (out != nullptr) {
       if (cap - joined < to - from) return r.status = Status::kTooLarge, r;
       std::memcpy(out + joined, payload + from, to - from);
     }
     joined += to - from;
-    pos += kFrameHeader + f.len;
     if ((f.flags & kEndHeaders) != 0) {
       r.status = Status::kComplete;
-      r.end = pos;
+      r.end = pos + kFrameHeader + need;
       r.block_len = joined;
       return r;
     }
+    pos += kFrameHeader + f.len;
   }
 }
 

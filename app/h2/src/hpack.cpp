@@ -122,16 +122,20 @@ struct Str {
   bool set = false;
 };
 
-// A dynamic table entry: its name's kind and decoded length, its value,
+// A dynamic table entry (16 bytes): its name's kind and decoded length,
+// its value (a literal of the block: offset, coded length, Huffman or not),
 // its size (§4.1).
 struct Entry {
-  Name name = Name::kOther;
-  uint32_t name_len = 0;
-  Str value;
+  uint32_t value_off = 0;
+  uint32_t value_len = 0;
   uint32_t size = 0;
+  uint16_t name_len = 0;
+  Name name = Name::kOther;
+  bool huffman = false;
 };
 constexpr std::size_t kEntryOverhead = 32;
-constexpr std::size_t kMaxEntries = kTableSize / kEntryOverhead;
+// Every entry is at least 32 bytes: at most this many fit the largest table.
+constexpr std::size_t kMaxEntries = kMaxTableSize / kEntryOverhead;
 
 class Block {
  public:
@@ -139,7 +143,6 @@ class Block {
 
   // Walks the block; false where it does not decode.
   bool walk() {
-    bool first_field = true;
     while (pos_ < n_) {
       const uint8_t b = p_[pos_];
       if ((b & 0x80) != 0) {  // indexed field (§6.1)
@@ -150,10 +153,15 @@ class Block {
         if (!lookup(index, &name, &value)) return false;
         note(name, value);
       } else if ((b & 0xe0) == 0x20) {  // dynamic table size update (§6.3)
+        // Servers differ: §4.2 wants it first in the block, nginx takes it
+        // anywhere and ignores one before its first entry (an outside
+        // check), Go evicts to it. The table keeps the largest size any of
+        // them may hold, so an index any of them resolves resolves here to
+        // the same entry (every decoder adds the same entries; keeping more
+        // only keeps older ones).
         uint64_t size = 0;
-        if (!first_field || !integer(5, &size) || size > kTableSize) return false;
-        max_size_ = static_cast<std::size_t>(size);
-        evict(0);
+        if (!integer(5, &size) || size > kMaxTableSize) return false;
+        if (size > max_size_) max_size_ = static_cast<std::size_t>(size);
         continue;
       } else {  // literal: with incremental indexing (§6.2.1), without, never indexed
         const bool indexing = (b & 0xc0) == 0x40;
@@ -180,7 +188,6 @@ class Block {
         note(name, value);
         if (indexing) insert(name, name_len, value, name_len + static_cast<std::size_t>(value_len) + kEntryOverhead);
       }
-      first_field = false;
     }
     return true;
   }
@@ -204,15 +211,20 @@ class Block {
 
  private:
   // §5.1: an N-bit prefix integer at pos_. Values beyond 2^32 are refused
-  // (no index or length of a block comes near).
+  // (no index or length of a block comes near); continuation bytes of zero
+  // bits are taken, up to 64 bits' worth, as Go's decoder takes them (9;
+  // quiche 10), so that padding cannot hide a field a server reads.
   bool integer(unsigned prefix, uint64_t* v) {
     const uint8_t mask = static_cast<uint8_t>((1u << prefix) - 1);
     uint64_t x = p_[pos_++] & mask;
     if (x == mask) {
       for (unsigned shift = 0;; shift += 7) {
-        if (pos_ == n_ || shift > 28) return false;
+        if (pos_ == n_ || shift > 63) return false;
         const uint8_t b = p_[pos_++];
-        x += uint64_t{b & 0x7fu} << shift;
+        if ((b & 0x7fu) != 0) {
+          if (shift > 32) return false;  // beyond 2^32
+          x += uint64_t{b & 0x7fu} << shift;
+        }
         if ((b & 0x80) == 0) break;
       }
     }
@@ -254,23 +266,27 @@ class Block {
     if (index - kStaticCount > count_) return false;
     const Entry& e = entries_[(newest_ + kMaxEntries - (index - kStaticCount - 1)) % kMaxEntries];
     *name = e.name;
-    *value = e.value;
+    *value = {p_ + e.value_off, e.value_len, e.huffman, true};
     if (name_len != nullptr) *name_len = e.name_len;
     return true;
   }
 
-  // The first of each pseudo-header; the first and the last Host field.
+  // The first of each pseudo-header that is not empty, the last
+  // :authority; the first non-empty and the last Host field.
   void note(Name name, const Str& value) {
+    const auto first = [&](Str& f) {
+      if (!f.set || f.len == 0) f = value;
+    };
     switch (name) {
-      case Name::kMethod: if (!method.set) method = value; break;
-      case Name::kScheme: if (!scheme.set) scheme = value; break;
+      case Name::kMethod: first(method); break;
+      case Name::kScheme: first(scheme); break;
       case Name::kAuthority:
-        if (!authority.set) authority = value;
+        first(authority);
         authority_last = value;
         break;
-      case Name::kPath: if (!path.set) path = value; break;
+      case Name::kPath: first(path); break;
       case Name::kHost:
-        if (!host_first.set) host_first = value;
+        first(host_first);
         host_last = value;
         break;
       case Name::kOther: break;
@@ -283,7 +299,8 @@ class Block {
     evict(size);
     if (size > max_size_) return;
     newest_ = (newest_ + 1) % kMaxEntries;
-    entries_[newest_] = {name, static_cast<uint32_t>(name_len), value, static_cast<uint32_t>(size)};
+    entries_[newest_] = {static_cast<uint32_t>(value.p - p_), value.len, static_cast<uint32_t>(size),
+                         static_cast<uint16_t>(name_len), name, value.huffman};
     ++count_;
     used_ += size;
   }
@@ -328,9 +345,16 @@ long huffman_decode(const uint8_t* p, std::size_t n, uint8_t* out, std::size_t c
       bits = 0;
     }
   }
-  // Padding: the most significant bits of EOS (all ones), at most 7.
-  if (bits > 7 || code != (uint32_t{1} << bits) - 1) return -1;
+  // Padding: the most significant bits of EOS (all ones). §5.2 allows at
+  // most 7; nginx takes more (an outside check), so any run of ones short
+  // of EOS itself is taken.
+  if (code != (uint32_t{1} << bits) - 1) return -1;
   return static_cast<long>(len);
+}
+
+bool block_decodes(const uint8_t* p, std::size_t n) noexcept {
+  Block b(p, n);
+  return b.walk();
 }
 
 void decode_first_block(const uint8_t* p, std::size_t n, uint8_t* out, std::size_t cap, Request& req) noexcept {

@@ -164,6 +164,34 @@ void host_headers(const uint8_t* p, std::size_t n, HttpRequest& req, const uint8
   req.alt_host_len = last_len;
 }
 
+// An absolute-form target [t, t + tend) (RFC 3986 scheme: ALPHA *( ALPHA /
+// DIGIT / "+" / "-" / "." ), then "://"): its authority (userinfo dropped)
+// and path into req; a server takes the host from the target whatever the
+// scheme (nginx: ws://, ftp://), url keys are for http only. False if the
+// target is not one.
+bool absolute_form(const uint8_t* t, std::size_t tend, HttpRequest& req) noexcept {
+  const auto scheme_char = [](uint8_t c, bool first) {
+    const bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+    return alpha || (!first && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'));
+  };
+  std::size_t sl = 0;
+  while (sl < tend && scheme_char(t[sl], sl == 0)) ++sl;
+  if (sl == 0 || sl + 3 > tend || std::memcmp(t + sl, "://", 3) != 0) return false;
+  const std::size_t a0 = sl + 3;
+  std::size_t a1 = a0;
+  while (a1 < tend && t[a1] != '/' && t[a1] != '?') ++a1;
+  std::size_t ab = a0;  // drop userinfo
+  for (std::size_t i = a0; i < a1; ++i) {
+    if (t[i] == '@') ab = i + 1;
+  }
+  req.authority = t + ab;
+  req.authority_len = a1 - ab;
+  req.has_url = iequals_prefix(t, tend, "http://");
+  req.path = t + a1;
+  req.path_len = tend - a1;
+  return true;
+}
+
 }  // namespace
 
 bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
@@ -220,31 +248,10 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
     return true;
   }
-  // absolute-form: any scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
-  // "-" / "." ) then "://"): a server takes the host from the target
-  // whatever the scheme (nginx: ws://, ftp://). url keys for http only.
-  const auto scheme_char = [](uint8_t c, bool first) {
-    const bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
-    return alpha || (!first && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'));
-  };
-  std::size_t sl = 0;
-  while (sl < tend && scheme_char(target[sl], sl == 0)) ++sl;
-  if (sl > 0 && sl + 3 <= tend && std::memcmp(target + sl, "://", 3) == 0) {
-    const bool http = iequals_prefix(target, tend, "http://");
-    const std::size_t a0 = sl + 3;
-    std::size_t a1 = a0;
-    while (a1 < tend && target[a1] != '/' && target[a1] != '?') ++a1;
-    std::size_t ab = a0;  // drop userinfo
-    for (std::size_t i = a0; i < a1; ++i) {
-      if (target[i] == '@') ab = i + 1;
-    }
-    req.authority = target + ab;
-    req.authority_len = a1 - ab;
-    req.has_url = http;
-    req.path = target + a1;
-    req.path_len = tend - a1;
-    // RFC 9112 §3.2.2: the target's authority wins, but servers that route
-    // by the Host header (Node, Express) take that: both are looked up.
+  // absolute-form: any scheme; the target's authority wins (RFC 9112
+  // §3.2.2), but servers that route by the Host header (Node, Express) take
+  // that: both are looked up.
+  if (absolute_form(target, tend, req)) {
     host_headers(p + lf + 1, n - lf - 1, req, req.host_header, req.host_header_len);
     return true;
   }
@@ -260,21 +267,23 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
   return true;
 }
 
-H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch) noexcept {
+H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch,
+                        bool* refused) noexcept {
   req = HttpRequest{};
+  *refused = false;
   if (n < h2::kPrefaceLen || !h2::begins_preface(p, n)) return H2Read::kNone;
   const h2::FirstBlock f = h2::first_header_block(p, n, SIZE_MAX, scratch.block, sizeof scratch.block);
   if (f.status == h2::Status::kTooLarge) return H2Read::kUnreadable;  // a block the scratch cannot hold
   if (f.status != h2::Status::kComplete) return H2Read::kNone;
   h2::Request r;
   h2::decode_first_block(scratch.block, f.block_len, scratch.values, sizeof scratch.values, r);
-  if (r.too_long) return H2Read::kUnreadable;
+  if (r.too_long) return H2Read::kUnreadable;  // (never: every value of a block fits)
+  *refused = r.malformed;
   const auto named = [](const h2::Value& v) { return v.p != nullptr && v.len != 0; };
   const auto same = [](const h2::Value& a, const h2::Value& b) {
     return a.len == b.len && (a.len == 0 || std::memcmp(a.p, b.p, a.len) == 0);
   };
-  // The last Host field, when it names another host than the first.
-  const bool other_last = named(r.host_last) && !same(r.host_first, r.host_last);
+  // The host a server routes by: :authority, else the first Host field.
   if (named(r.authority)) {
     req.authority = r.authority.p;
     req.authority_len = r.authority.len;
@@ -287,7 +296,9 @@ H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scr
     req.authority_len = r.host_first.len;
     req.authority_from_host = true;
   }
-  if (other_last) {
+  // The last Host field, when it names another host than the first (with
+  // the Host field as the authority: a second reading, url included).
+  if (named(r.host_last) && !same(r.host_first, r.host_last)) {
     req.alt_host = r.host_last.p;
     req.alt_host_len = r.host_last.len;
   }
@@ -297,13 +308,36 @@ H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scr
     req.last_host = r.authority_last.p;
     req.last_host_len = r.authority_last.len;
   }
-  // :path is origin-form ("/..."), or "*" (OPTIONS): only the first has a url.
-  if (named(r.path) && r.path.p[0] == '/') {
-    req.has_url = true;
+  if (!named(r.path) || (r.path.len == 1 && r.path.p[0] == '*')) return H2Read::kRequest;  // no url
+  std::size_t tend = r.path.len;  // (the fragment, never sent, is cut from url rules)
+  if (const uint8_t* h = find(r.path.p, r.path.len, '#')) tend = static_cast<std::size_t>(h - r.path.p);
+  HttpRequest target;
+  if (absolute_form(r.path.p, tend, target)) {
+    // Go reads an absolute-form :path (url.ParseRequestURI) and serves its
+    // path under :authority: the url from the authority and that path, the
+    // target's host judged as another host.
+    req.path = target.path;
+    req.path_len = target.path_len;
+    req.extra_host = target.authority;
+    req.extra_host_len = target.authority_len;
+  } else if (r.path.p[0] == '/') {
     req.path = r.path.p;
-    req.path_len = r.path.len;
-    if (const uint8_t* h = find(r.path.p, r.path.len, '#')) req.path_len = static_cast<std::size_t>(h - r.path.p);
+    req.path_len = tend;
+  } else {
+    // No leading slash ("pkg.Service/Method": grpc-go before its 2026 fix
+    // served it as "/pkg.Service/Method"): judged with one. Longer than a
+    // url rule can be: read as it is (no rule matches either way).
+    if (tend >= sizeof scratch.slash_path) {
+      req.path = r.path.p;
+      req.path_len = tend;
+    } else {
+      scratch.slash_path[0] = '/';
+      std::memcpy(scratch.slash_path + 1, r.path.p, tend);
+      req.path = scratch.slash_path;
+      req.path_len = tend + 1;
+    }
   }
+  req.has_url = true;
   return H2Read::kRequest;
 }
 

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuckoogate/keys/rule.hpp"
+
 namespace cg::detail {
 
 struct HttpRequest {
@@ -33,6 +35,10 @@ struct HttpRequest {
   // reading (nullptr otherwise): judged by its host keys.
   const uint8_t* last_host = nullptr;
   std::size_t last_host_len = 0;
+  // Another host a server may route by, judged by its host keys: an HTTP/2
+  // request's absolute-form :path's (nullptr otherwise).
+  const uint8_t* extra_host = nullptr;
+  std::size_t extra_host_len = 0;
   // origin-form and asterisk-form: the authority is the Host header's (so an
   // alt_host is another authority, url included).
   bool authority_from_host = false;
@@ -45,11 +51,14 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
 
 // Cleartext HTTP/2 with prior knowledge (app/h2): the first header block
 // and the values it decodes to.
-inline constexpr std::size_t kH2BlockMax = 16384;   // what a slot holds, frames included
-inline constexpr std::size_t kH2ValuesMax = 16384;  // Huffman-decoded values (raw ones are not copied)
+inline constexpr std::size_t kH2BlockMax = 16384;  // what a slot holds, frames included
+// Every value of a block decoded: a Huffman code is 5 bits a byte at least,
+// and no two fields decode the same string (raw ones are not copied).
+inline constexpr std::size_t kH2ValuesMax = kH2BlockMax * 8 / 5 + 1;
 struct H2Scratch {
   uint8_t block[kH2BlockMax];
   uint8_t values[kH2ValuesMax];
+  uint8_t slash_path[kMaxUrlLen + 1];  // a :path without its leading slash, given one
 };
 enum class H2Read : uint8_t {
   kNone,        // not the HTTP/2 preface, or its first header block is not all there
@@ -63,7 +72,10 @@ enum class H2Read : uint8_t {
 // last one, if another, as a second reading); the url from :path. req's
 // pointers point into [p, p + n) and `scratch`. A block that does not
 // decode (its server ends the connection) is read up to its error.
-H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch) noexcept;
+// *refused: the block does not decode to its end (its server ends the
+// connection); what was read before is in req.
+H2Read parse_h2_request(const uint8_t* p, std::size_t n, HttpRequest& req, H2Scratch& scratch,
+                        bool* refused) noexcept;
 
 // SNI host_name of a TLS ClientHello beginning the payload (record type 22,
 // handshake type 1), after any empty handshake records and 2-byte alert

@@ -223,6 +223,7 @@ void http_request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
   other_host(req.host_header, req.host_header_len);
   if (!req.authority_from_host) other_host(req.alt_host, req.alt_host_len);
   other_host(req.last_host, req.last_host_len);
+  other_host(req.extra_host, req.extra_host_len);
 }
 
 // The keys of an HTTP request (either version): its reading, and a second
@@ -243,14 +244,18 @@ void request_keys(const detail::HttpRequest& req, Emitter& em) noexcept {
 }
 
 // A cleartext HTTP/2 connection's start (docs/rules.md, "HTTP/2
-// cleartext"). Not inlined: its 32 KiB of buffers would make every
-// classify() call probe that much stack.
+// cleartext"). Not inlined: its 44 KiB of buffers (and the decoder's 32 KiB
+// table below it) would make every classify() call probe that much stack.
 [[gnu::noinline]] void app_layer_h2(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
   detail::H2Scratch scratch;
   detail::HttpRequest req;
-  switch (detail::parse_h2_request(pl, n, req, scratch)) {
-    case detail::H2Read::kRequest: request_keys(req, em); break;
-    case detail::H2Read::kUnreadable: em.flag_malformed(); break;  // counted, never passed unread silently
+  bool refused = false;
+  switch (detail::parse_h2_request(pl, n, req, scratch, &refused)) {
+    case detail::H2Read::kRequest:
+      request_keys(req, em);
+      if (refused) em.flag_malformed();  // (its server refuses the block: what was read is judged)
+      break;
+    case detail::H2Read::kUnreadable: em.flag_malformed(); break;  // a block over 16 KiB in one packet
     case detail::H2Read::kNone: break;
   }
 }

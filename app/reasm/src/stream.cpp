@@ -526,10 +526,19 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       } else if (fh.type != h2::kHeaders) {
         advance = h2::kFrameHeader + fh.len;  // (past n: the rest is skipped as it comes)
       } else {
-        const h2::FirstBlock f = h2::header_block(q, left, kHttpMaxHead);
+        const h2::FirstBlock f = h2::header_block(q, left, kHttpMaxHead, scratch_, cap_);
         if (f.status == h2::Status::kComplete) {
           if (held) ++c_.completed;
           message(q, f.end, App::kHttp2);
+          // A block that no server decodes is refused by every one known;
+          // should one decode it otherwise, what it serves went unread: the
+          // flow's client data is dropped (fails closed), counted.
+          if (!h2::block_decodes(scratch_, f.block_len)) {
+            ++c_.refused;
+            close(s);
+            set_phase(s, kPhaseDropped);
+            return Step::kConflict;
+          }
           return end_inspection();
         }
         if (f.status == h2::Status::kTooLarge) return overflow(s);

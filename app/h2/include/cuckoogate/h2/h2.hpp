@@ -75,26 +75,38 @@ struct Value {
 };
 
 // What a server routes the request by: the first of each pseudo-header
-// (RFC 9113 §8.3.1: a second one makes the request malformed; a server
-// that takes the first, or refuses it, serves nothing the first did not
-// name), the last :authority as well, and the first and last Host field
-// (HTTP/1's rule for several Host lines: a server taking the last would
-// route by it).
+// that is not empty (RFC 9113 §8.3.1: a second one makes the request
+// malformed; a server that takes the first, or refuses it, serves nothing
+// the first did not name), the last :authority as well, and the first
+// non-empty and the last Host field (HTTP/1's rule for several Host
+// lines: a server taking the last would route by it).
 struct Request {
   Value method, scheme, authority, authority_last, path;
   Value host_first, host_last;
-  // The block does not decode: a server ends the connection
+  // The block does not decode as any server decodes it (an index beyond
+  // the tables, a string past the block, a Huffman string that is no code,
+  // a size update beyond kMaxTableSize): its server ends the connection
   // (COMPRESSION_ERROR, RFC 9113 §4.3) and serves none of it. The fields
-  // read before the error are kept.
+  // read before the error are kept. The reading is as lenient as the most
+  // lenient decoders known: size updates anywhere, none shrinking the table
+  // below what some server keeps (nginx ignores one before its first entry),
+  // integers padded with zero continuation bytes (Go), Huffman padding of
+  // any length (nginx).
   bool malformed = false;
   // A value did not fit the output: it is absent here.
   bool too_long = false;
 };
 
-// Dynamic table size of a connection's first block (SETTINGS_HEADER_TABLE_SIZE's
-// initial value, RFC 9113 §6.5.2; nginx, Go and nghttp2 servers allow no
-// more): a size update above it makes the block malformed.
+// Dynamic table size of a connection's first block: SETTINGS_HEADER_TABLE_SIZE's
+// initial value (RFC 9113 §6.5.2), which nginx, Go and nghttp2 servers keep
+// by default. A size update may raise it to what the server allows; up to
+// kMaxTableSize is read (more is malformed here), and none lowers it.
 inline constexpr std::size_t kTableSize = 4096;
+inline constexpr std::size_t kMaxTableSize = 65536;
+
+// True if the header block [p, n) decodes to its end as a connection's
+// first (see Request::malformed).
+bool block_decodes(const uint8_t* p, std::size_t n) noexcept;
 
 // Decodes a connection's first header block [p, n) (the table empty) into
 // `req`, its values written to [out, out + cap).
@@ -102,8 +114,9 @@ void decode_first_block(const uint8_t* p, std::size_t n, uint8_t* out, std::size
 
 // The Huffman code of RFC 7541 Appendix B: decodes [p, n) into out (cap
 // bytes; nullptr: only counts). Returns the decoded length, or -1 if the
-// string is not a valid code (EOS inside it, padding longer than 7 bits or
-// not all ones, §5.2) or does not fit `cap`.
+// string is not a valid code (EOS inside it, padding not all ones, §5.2;
+// padding longer than 7 bits is taken, as nginx takes it) or does not fit
+// `cap`.
 long huffman_decode(const uint8_t* p, std::size_t n, uint8_t* out, std::size_t cap) noexcept;
 
 }  // namespace cg::h2

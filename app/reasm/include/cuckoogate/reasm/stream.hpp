@@ -152,8 +152,9 @@ enum class Step : uint8_t {
               // client segment that arrived otherwise than the first one
               // read (StreamRef::arrival), one acknowledging bytes before
               // the server's first (Segment::server_first) or, with a first
-              // ClientHello, after it, and, while the
-              // flow settles, a server segment from the client's side.
+              // ClientHello, after it, while the flow settles, a server
+              // segment from the client's side, and an HTTP/2 header block
+              // that decodes for no server (StreamCounters::refused).
   kDone,      // inspection of this flow is over (all its segments: kDone, but
               // while it settles a client copy of bytes read may be kConflict)
   kDropped,   // inspection stopped by stream_drop_all(): the caller drops
@@ -190,6 +191,7 @@ struct StreamCounters {
   uint64_t completed = 0;  // of which were completed and handed to the sink
   uint64_t overflow = 0;   // flows whose inspection stopped on a budget
   uint64_t conflicts = 0;  // flows dropped because a segment rewrote held bytes
+  uint64_t refused = 0;    // flows dropped because their HTTP/2 header block decodes for no server
 };
 
 class StreamInspector {
