@@ -71,7 +71,10 @@ class RedisServer {
       throw std::runtime_error("cannot start redis-server (scripts/install-deps.sh installs it)");
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!answers()) {
-      if (std::chrono::steady_clock::now() > end) throw std::runtime_error("redis-server did not come up");
+      if (std::chrono::steady_clock::now() > end) {
+        stop();  // (left running, it would hold the test's output open)
+        throw std::runtime_error("redis-server did not come up");
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -102,7 +105,8 @@ class RedisServer {
   }
 
  private:
-  // PONG to a PING: not only listening, but done loading its append-only
+  // An answer to a PING other than -LOADING (PONG, or NOAUTH with a
+  // password set): not only listening, but done loading its append-only
   // file (until then it answers every command "-LOADING", and a test's
   // redis-cli XADD right after a restart was lost under load).
   bool answers() const {
@@ -116,7 +120,7 @@ class RedisServer {
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       char reply[64] = {};
       ok = ::write(fd, "PING\r\n", 6) == 6 && ::read(fd, reply, sizeof reply - 1) > 0 &&
-           std::strncmp(reply, "+PONG", 5) == 0;
+           std::strncmp(reply, "-LOADING", 8) != 0;
     }
     ::close(fd);
     return ok;
