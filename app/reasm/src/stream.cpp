@@ -219,10 +219,9 @@ bool hello_in_one_record(const uint8_t* p, std::size_t len) {
 // reads its first request only, so a second one pipelined behind it would
 // reach its server unjudged. A head whose body length cannot be read is not
 // whole (the stream drops what follows one; a stream that starts after the
-// SYN would not know to).
-// Cleartext HTTP/2: the preface and frames up to the end of the first
-// header block, which classification reads (what follows it no stream
-// reads either); frames a server refuses: no request.
+// SYN would not know to). Cleartext HTTP/2: the preface and frames up to
+// the end of the first header block, which classification reads (what
+// follows it no stream reads either); frames a server refuses: no request.
 bool http_request_whole(const uint8_t* p, std::size_t n) {
   if (h2::begins_preface(p, n)) {
     const h2::Status st = h2::first_header_block(p, n, kHttpMaxHead).status;
@@ -528,12 +527,14 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       } else {
         const h2::FirstBlock f = h2::header_block(q, left, kHttpMaxHead, scratch_, cap_);
         if (f.status == h2::Status::kComplete) {
-          if (held) ++c_.completed;
-          message(q, f.end, App::kHttp2);
           // A block that no server decodes is refused by every one known;
           // should one decode it otherwise, what it serves went unread: the
-          // flow's client data is dropped (fails closed), counted.
-          if (!h2::block_decodes(scratch_, f.block_len)) {
+          // flow's client data is dropped (fails closed), counted. (Asked
+          // before the sink runs, which may use the scratch.)
+          const bool decodes = h2::block_decodes(scratch_, f.block_len);
+          if (held) ++c_.completed;
+          message(q, f.end, App::kHttp2);
+          if (!decodes) {
             ++c_.refused;
             close(s);
             set_phase(s, kPhaseDropped);
