@@ -1265,6 +1265,22 @@ TEST_F(Flows, TheLastOfSeveralHostLinesIsJudgedToo) {
   EXPECT_EQ(dropped(), std::vector<Bytes>{get});
 }
 
+// A request line only Python's http.server reads (whitespace before the
+// method) first on a keep-alive connection: until session 27 it ended the
+// inspection, and Python served the blocked request behind it (an outside
+// check in session 21). Now both are read.
+TEST_F(Flows, RequestsBehindALineOnlyPythonReadsAreJudged) {
+  const Conn web{80};
+  const std::string first = " GET / HTTP/1.1\r\nHost: fine.example\r\n\r\n";
+  const Bytes a = web.data(first);
+  const Bytes b = web.data("GET /secret HTTP/1.1\r\nHost: blocked.example\r\n\r\n", static_cast<uint32_t>(first.size()));
+  replay(cat(web.handshake(), {a, b}), "url blocked.example/secret\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{b});
+  const Bytes vt = web.data("GET\x0b/secret\x0bHTTP/1.1\r\nHost: blocked.example\r\n\r\n");
+  replay(cat(web.handshake(), {vt}), "url blocked.example/secret\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{vt});
+}
+
 // Cleartext HTTP/2 with prior knowledge (curl --http2-prior-knowledge,
 // plaintext gRPC): the first request's :authority and :path are HPACK-coded
 // (here Huffman, as curl codes them: www.example.com, RFC 7541 C.4.1). Sent

@@ -272,7 +272,26 @@ TEST(ReasmHttp, AnyMethodTokenButNotBinary) {
   EXPECT_EQ(http("G").status, Frame::kNeedMore);
   EXPECT_EQ(http("\x16\x03\x01").status, Frame::kInvalid);
   EXPECT_EQ(http("GET\r\n\r\n").status, Frame::kInvalid);
-  EXPECT_EQ(http(" GET / HTTP/1.1\r\n\r\n").status, Frame::kInvalid);
+  EXPECT_EQ(http("SSH-2.0-OpenSSH_9.2\r\n").status, Frame::kInvalid);
+}
+
+// Lines only Python's http.server reads (cuckoogate/keys/request_line.hpp)
+// are heads too, from the first byte: whitespace before the method, other
+// separators after it. Until their line ends, more is needed.
+TEST(ReasmHttp, LinesPythonReadsAreHeadsFromTheFirstByte) {
+  for (const std::string& s : {std::string(" GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+                              std::string("GET\x0b/\x0cHTTP/1.1\r\n\r\n"), std::string("\r\tGET / HTTP/1.0\n\n"),
+                              std::string("GET\xa0/secret\r\nHost: a\r\n\r\n")}) {
+    const HttpHead h = http(s);
+    ASSERT_EQ(h.status, Frame::kComplete) << s;
+    EXPECT_EQ(h.start, 0u);
+    EXPECT_EQ(h.head_end, s.size());
+    for (std::size_t n = 0; n < s.size(); ++n) ASSERT_EQ(http(s, n).status, Frame::kNeedMore) << n;
+  }
+  for (const char* s : {" GET / x HTTP/1.1\r\n\r\n", " POST /\r\n\r\n", " GET / HTTP/2.0\r\n\r\n", "\x0b\x16\x03\n"})
+    EXPECT_EQ(http(s).status, Frame::kInvalid) << s;
+  const std::string binary = " " + std::string(100, '\x01');  // no line end within max_head
+  EXPECT_EQ(http(binary, binary.size(), 64).status, Frame::kTooLarge);
 }
 
 TEST(ReasmHttp, HeadLimit) {

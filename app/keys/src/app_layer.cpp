@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cuckoogate/h2/h2.hpp"
+#include "cuckoogate/keys/request_line.hpp"
 #include "encoding.hpp"
 
 namespace cg::detail {
@@ -194,13 +195,22 @@ bool absolute_form(const uint8_t* t, std::size_t tend, HttpRequest& req) noexcep
 
 }  // namespace
 
-bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
-  req = HttpRequest{};
-  // As lenient as the servers behind us (RFC 9112 §2.2 and what nginx and
-  // Node accept): CR and LF bytes before the request line are skipped (each
-  // on its own, a lone CR too, as nginx and Node skip them), the method is
-  // any token, the three parts are separated by runs of spaces or tabs, and
-  // the line may end in a bare LF.
+namespace {
+
+// A request line: its method and target, and where the header lines start.
+struct RequestLine {
+  const uint8_t* method = nullptr;
+  std::size_t method_len = 0;
+  const uint8_t* target = nullptr;
+  std::size_t target_len = 0;
+  const uint8_t* headers = nullptr;  // just past the line's LF
+};
+
+// As lenient as nginx and Node (RFC 9112 §2.2): CR and LF bytes before the
+// request line are skipped (each on its own, a lone CR too, as nginx and
+// Node skip them), the method is any token, the three parts are separated
+// by runs of spaces or tabs, and the line may end in a bare LF.
+bool lenient_request_line(const uint8_t* p, std::size_t n, RequestLine& l) noexcept {
   std::size_t s = 0;
   while (s < n && (p[s] == '\n' || p[s] == '\r')) ++s;
   p += s;
@@ -229,41 +239,64 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
   while (t0 < end && is_blank(p[t0])) ++t0;
   std::size_t t1 = d - 7;
   while (t1 > t0 && is_blank(p[t1 - 1])) --t1;
-  const uint8_t* target = p + t0;
   const std::size_t tlen = t1 > t0 ? t1 - t0 : 0;
   if (tlen == 0) return false;
-  for (std::size_t i = 0; i < tlen; ++i) {
-    if (is_blank(target[i]) || target[i] == '\r') return false;  // not one target
+  for (std::size_t i = t0; i < t1; ++i) {
+    if (is_blank(p[i]) || p[i] == '\r') return false;  // not one target
   }
+  l = {p, mlen, p + t0, tlen, p + lf + 1};
+  return true;
+}
+
+// The request line as Python's http.server reads it (request_line.hpp).
+bool python_request_line(const uint8_t* p, std::size_t n, RequestLine& l) noexcept {
+  http::PythonLine pl;
+  if (!http::python_request_line(p, n, &pl)) return false;
+  l = {p + pl.method, pl.method_len, p + pl.target, pl.target_len, p + pl.lf + 1};
+  return true;
+}
+
+}  // namespace
+
+bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
+  req = HttpRequest{};
+  // nginx's and Node's reading first; where they refuse the line, Python's
+  // (where both read one, they read the same: Python then refuses it or
+  // splits it where nginx does).
+  RequestLine l;
+  if (!lenient_request_line(p, n, l) && !python_request_line(p, n, l)) return false;
+  const uint8_t* target = l.target;
+  const uint8_t* const h = l.headers;
+  const std::size_t hn = n - static_cast<std::size_t>(h - p);
 
   // The fragment (never sent by clients, and cut from url rules) is ignored.
-  std::size_t tend = tlen;
-  if (const uint8_t* h = find(target, tlen, '#')) tend = static_cast<std::size_t>(h - target);
+  std::size_t tend = l.target_len;
+  if (const uint8_t* f = find(target, l.target_len, '#')) tend = static_cast<std::size_t>(f - target);
 
   if (target[0] == '/') {  // origin-form: host from the Host header
     req.has_url = true;
     req.path = target;
     req.path_len = tend;
     req.authority_from_host = true;
-    host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
+    host_headers(h, hn, req, req.authority, req.authority_len);
     return true;
   }
   // absolute-form: any scheme; the target's authority wins (RFC 9112
   // §3.2.2), but servers that route by the Host header (Node, Express) take
   // that: both are looked up.
   if (absolute_form(target, tend, req)) {
-    host_headers(p + lf + 1, n - lf - 1, req, req.host_header, req.host_header_len);
+    host_headers(h, hn, req, req.host_header, req.host_header_len);
     return true;
   }
-  if (mlen == 7 && std::memcmp(p, "CONNECT", 7) == 0) {  // authority-form
+  if (l.method_len == 7 && std::memcmp(l.method, "CONNECT", 7) == 0) {  // authority-form
     req.authority = target;
     req.authority_len = tend;
-    host_headers(p + lf + 1, n - lf - 1, req, req.host_header, req.host_header_len);
+    host_headers(h, hn, req, req.host_header, req.host_header_len);
     return true;
   }
   // asterisk-form and anything else: no url, host from the Host header
   req.authority_from_host = true;
-  host_headers(p + lf + 1, n - lf - 1, req, req.authority, req.authority_len);
+  host_headers(h, hn, req, req.authority, req.authority_len);
   return true;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cuckoogate/keys/request_line.hpp"
+
 namespace cg::reasm {
 
 namespace {
@@ -146,7 +148,22 @@ HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head)
   while (j < n && j - i <= max_head && is_tchar(p[j])) ++j;
   if (j - i > max_head) return h.status = Frame::kTooLarge, h;
   if (j == n) return h;
-  if (j == i || !is_ows(p[j])) return h.status = Frame::kInvalid, h;
+  if (j == i || !is_ows(p[j])) {
+    // Not nginx's and Node's line; Python's http.server may read one here
+    // (cuckoogate/keys/request_line.hpp): whitespace before the method, or
+    // other separators after it. Such a line is read whole from the
+    // stream's first byte, as Python reads it.
+    if (!http::python_space(p[0]) && !(j > i && http::python_space(p[j]))) return h.status = Frame::kInvalid, h;
+    const std::size_t lf = line_end(p, n, 0);
+    if (lf == n) {
+      if (n > max_head) h.status = Frame::kTooLarge;
+      return h;
+    }
+    http::PythonLine l;
+    if (!http::python_request_line(p, n, &l)) return h.status = Frame::kInvalid, h;
+    i = 0;
+    h.start = 0;
+  }
 
   bool have_length = false;
   uint64_t length = 0;
