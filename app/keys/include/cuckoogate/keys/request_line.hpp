@@ -32,8 +32,12 @@ struct PythonLine {
 };
 
 // True if [p, p + n) begins with a request line Python reads (its LF
-// included); work linear in the line.
+// included); work linear in the line. Bytes that begin with neither
+// whitespace nor a letter are refused at once (a handler's methods are
+// do_<letters>: Python answers anything else 501), so that binary payloads
+// are not searched for a line end.
 inline bool python_request_line(const uint8_t* p, std::size_t n, PythonLine* l) noexcept {
+  if (n == 0 || !(python_space(p[0]) || ((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z'))) return false;
   const void* nl = std::memchr(p, '\n', n);
   if (nl == nullptr) return false;
   const auto lf = static_cast<std::size_t>(static_cast<const uint8_t*>(nl) - p);
