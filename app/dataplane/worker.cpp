@@ -221,6 +221,15 @@ bool inspects(flow::FlowEntry& e, const LaneInfo& m, flow::Dir dir, QuicMode qui
   return m.proto == kProtoTcp && reasm::stream_wants(e.inspect, dir == flow::Dir::kForward);
 }
 
+// A TCP FIN (no payload) in a direction whose stream is still read: it goes
+// to the stream inspector, which drops it if it would cut an unfinished
+// message (Worker::fin_cuts_message). Not in inspects(): the lane never
+// sees a FIN (track_steady() leaves it to the general way).
+bool fin_while_read(const flow::FlowEntry& e, const LaneInfo& m, flow::Dir dir) {
+  return m.proto == kProtoTcp && (m.tcp_flags & flow::kTcpFin) != 0 && !reasm::stream_settles(e.inspect) &&
+         reasm::stream_wants(e.inspect, dir == flow::Dir::kForward);
+}
+
 // True when packet m's rule hit is a name from a DNS query over UDP: a
 // verdict for that query, not for its flow. (A host key of a UDP datagram
 // to port 53 comes only from its questions; an address or flow rule that
@@ -638,7 +647,7 @@ void Worker::timestamp_floor(const uint8_t* frame, const PacketMeta& m, flow::Fl
     return false;
   }
   if (spoofed || syn_data || !e->verdict_current(pass_gen) || (e->flags & pass_bit(r.dir)) == 0 ||
-      inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first)) {
+      inspects(*e, s.lane[s.flow[i]], r.dir, cfg_.quic, first) || fin_while_read(*e, s.lane[s.flow[i]], r.dir)) {
     // Later packets of this flow and direction in this burst follow this
     // one's verdict (step 3).
     e->flags |= judging_bit(r.dir);
@@ -708,6 +717,18 @@ void Worker::judge_extra(uint16_t i, const uint8_t* frame, const uint8_t* p, std
 // later) is judged on its headers alone. When a budget runs out, the flow's
 // inspection stops and inspect_overflow decides: pass, or drop the flow. A
 // segment that rewrites held bytes with other ones drops the flow's client data.
+// A client FIN while the stream holds the client's unfinished message:
+// Python's http.server takes the end of the stream for the end of a head
+// (a request line and Host line, then FIN, is served), so bytes the
+// inspector waits on would be served unread. Such a FIN (with any bytes it
+// carries, which the slot keeps) is dropped; the client sends it again, and
+// it passes once the message is whole and judged (docs/reassembly.md,
+// "A FIN inside a message").
+bool Worker::fin_cuts_message(const reasm::StreamRef& ref, const PacketMeta& m, bool forward) const {
+  return (m.tcp_flags & flow::kTcpFin) != 0 && ref.handle != 0 && reasm::stream_wants(ref, forward) &&
+         !reasm::stream_settles(ref.bits);
+}
+
 void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds) {
   WorkerScratch& s = *s_;
   WorkerStats& st = *cfg_.stats;
@@ -745,8 +766,9 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
     s.inspect_drop[i] = true;
     return;
   }
-  if (m.payload_len == 0 && !reasm::stream_settles(ref.bits)) {  // URG alone, outside a first flight: nothing to read
+  if (m.payload_len == 0 && !reasm::stream_settles(ref.bits)) {  // URG or FIN alone: nothing to read
     classify_meta(frame, m, s.keys[i], frame, 0);
+    if (fin_cuts_message(ref, m, seg.forward)) s.inspect_drop[i] = true;
     return;
   }
   const reasm::StreamCounters before = stream_->counters();
@@ -763,7 +785,8 @@ void Worker::inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint
     if (cfg_.inspect_overflow_drop) reasm::stream_drop_all(ref);
   }
   s.inspect_drop[i] = step == reasm::Step::kDropped || step == reasm::Step::kConflict ||
-                      (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop);
+                      (step == reasm::Step::kOverflow && cfg_.inspect_overflow_drop) ||
+                      fin_cuts_message(ref, m, seg.forward);
 }
 
 namespace {
@@ -1215,7 +1238,9 @@ uint16_t Worker::process(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint32_t
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: checked and counted already
     } else if (verify && (inspected || !checksums_trusted_) && unreadable(pkts[i], frame, m, inspected)) {
       classify_meta(frame, m, s.keys[i], frame, 0);  // headers only: the receiver drops it
-    } else if (tracked && m.proto == kProtoTcp && (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0 || inspected)) {
+    } else if (tracked && m.proto == kProtoTcp &&
+               (m.payload_len != 0 || (m.tcp_flags & flow::kTcpUrg) != 0 || inspected ||
+                fin_while_read(*s.fr[s.flow[i]].entry, s.lane[s.flow[i]], s.fr[s.flow[i]].dir))) {
       inspect_stream(i, frame, now, kinds);  // notes the names it reads (inspected pure ACK: a settling flow's)
     } else if (tracked && m.proto == kProtoUdp && m.dport == 443 && m.payload_len != 0 &&
                cfg_.quic != QuicMode::kPass) {

@@ -138,6 +138,7 @@ namespace quic { class Decoder; }
 
 namespace reasm {
 class Pool;
+struct StreamRef;
 class StreamInspector;
 enum class App : uint8_t;
 }  // namespace reasm
@@ -172,6 +173,7 @@ class Worker {
   struct MessageSink;
   static void on_message(void* ctx, const uint8_t* p, std::size_t n, reasm::App app, bool first);
   void inspect_stream(uint16_t i, const uint8_t* frame, uint64_t now, uint32_t kinds);
+  bool fin_cuts_message(const reasm::StreamRef& ref, const PacketMeta& m, bool forward) const;
   void server_start(flow::FlowEntry& e, uint32_t syn_ack_seq);
   uint8_t side_bit(flow::Dir dir) const;
   bool wrong_side(const flow::FlowEntry& e, flow::Dir dir) const;

@@ -1281,6 +1281,28 @@ TEST_F(Flows, RequestsBehindALineOnlyPythonReadsAreJudged) {
   EXPECT_EQ(dropped(), std::vector<Bytes>{vt});
 }
 
+// Python's http.server takes the end of the stream for the end of a head:
+// a request line and a Host line, then FIN, is served (a review). A FIN
+// while the client's head is unfinished is dropped (the client sends it
+// again; it passes once the head is whole), with the bytes it carries.
+TEST_F(Flows, AFinInsideAnUnfinishedHeadIsDropped) {
+  const Conn web{80};
+  const std::string cut = "GET /secret HTTP/1.0\r\nHost: blocked.example\r\n";
+  const Bytes with_data = web.c2s(0x19, 101, 501).payload(cut).frame();  // FIN, PSH, ACK
+  replay(cat(web.handshake(), {with_data}), "url blocked.example/secret\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{with_data});
+  const Bytes data = web.data(cut);
+  const Bytes fin = web.c2s(0x11, 101 + static_cast<uint32_t>(cut.size()), 501).frame();
+  const auto st = replay(cat(web.handshake(), {data, fin}), "url blocked.example/secret\n", {"--pps", "50"});
+  EXPECT_EQ(dropped(), std::vector<Bytes>{fin});
+  EXPECT_EQ(st["reassembly"]["dropped"], 1);
+  // A whole head, then FIN: the FIN passes (the head is judged: not blocked here).
+  const std::string whole = "GET /fine HTTP/1.0\r\nHost: blocked.example\r\n\r\n";
+  const Bytes all = web.c2s(0x19, 101, 501).payload(whole).frame();
+  replay(cat(web.handshake(), {all}), "url blocked.example/secret\n", {"--pps", "50"});
+  EXPECT_EQ(passed(), cat(web.handshake(), {all}));
+}
+
 // Cleartext HTTP/2 with prior knowledge (curl --http2-prior-knowledge,
 // plaintext gRPC): the first request's :authority and :path are HPACK-coded
 // (here Huffman, as curl codes them: www.example.com, RFC 7541 C.4.1). Sent

@@ -878,7 +878,15 @@ TEST(ClassifyHttp, RequestLinesAsPythonReadsThemAreJudged) {
                         "GET /secret HTTP/01.0000000001\r\nHost: blocked.example\r\n\r\n",
                         "GET /secret\r\nHost: blocked.example\r\n\r\n",  // HTTP/0.9
                         "GET /secret HTTP/1.1000\r\nHost: blocked.example\r\n\r\n",
-                        "G(T /secret HTTP/0.9\r\nHost: blocked.example\r\n\r\n"}) {
+                        // Debian 12's Python 3.11.2 reads the numbers with int(): signs, underscores
+                        "GET /secret HTTP/-1.0\r\nHost: blocked.example\r\n\r\n",
+                        "GET\x0b/secret HTTP/+1.1\r\nHost: blocked.example\r\n\r\n",
+                        "GET /secret HTTP/0_1.0\r\nHost: blocked.example\r\n\r\n",
+                        "do_X_1 /secret HTTP/0.9\r\nHost: blocked.example\r\n\r\n",
+                        // nginx's reading takes these too, with another target: both are judged
+                        "GET \x0b/secret HTTP/1.1\r\nHost: blocked.example\r\n\r\n",
+                        "GET /secret\xa0 HTTP/1.1\r\nHost: blocked.example\r\n\r\n",
+                        "GET /secret\x1c\tHTTP/1.1\r\nHost: blocked.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
     EXPECT_TRUE(c.matches("url blocked.example/secret")) << p;
     EXPECT_TRUE(c.matches("host blocked.example")) << p;
@@ -890,15 +898,13 @@ TEST(ClassifyHttp, RequestLinesAsPythonReadsThemAreJudged) {
 
 TEST(ClassifyHttp, LookAlikesAreNotHttp) {
   // Refused by nginx, Node and Python alike (Python's reading below takes
-  // more than nginx's: "GET /" as HTTP/0.9, "HTTP/1.1000", any method).
+  // more than nginx's: "GET /" as HTTP/0.9, any "HTTP/" version word).
   for (const char* p :
-       {"HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/2.0\r\nHost: a.example\r\n\r\n",
-        "GET / HTTP/1.1", "GET / x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+       {"HTTP/1.1 200 OK\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.1", "GET / x HTTP/1.1\r\nHost: a.example\r\n\r\n",
         "POST /\r\nHost: a.example\r\n\r\n", "GET\r\nHost: a.example\r\n\r\n",
-        "\r\r\n\x01GET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
-        "GET / HTTP/1.\r\nHost: a.example\r\n\r\n", "GET / HTTP/1.12345678901\r\nHost: a.example\r\n\r\n",
-        "GET / HTTP/11.1\r\nHost: a.example\r\n\r\n", "GET / xHTTP/1.1\r\nHost: a.example\r\n\r\n",
-        "GET / HTTP/1.1x\r\nHost: a.example\r\n\r\n", "\r\n GET / HTTP/1.1\r\nHost: a.example\r\n\r\n"}) {
+        "\r\r\n\x01GET / HTTP/1.1\r\nHost: a.example\r\n\r\n", "GET / xHTTP/1.1\r\nHost: a.example\r\n\r\n",
+        "G(T / HTTP/1.1\r\nHost: a.example\r\n\r\n", "\r\n GET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        "GET / HTTP\r\nHost: a.example\r\n\r\n"}) {
     const auto c = classify_frame(http(p));
     EXPECT_EQ(c.count(RuleKind::kUrl), 0u) << p;
     EXPECT_EQ(c.count(RuleKind::kHost), 0u) << p;

@@ -251,20 +251,21 @@ bool lenient_request_line(const uint8_t* p, std::size_t n, RequestLine& l) noexc
 // The request line as Python's http.server reads it (request_line.hpp).
 bool python_request_line(const uint8_t* p, std::size_t n, RequestLine& l) noexcept {
   http::PythonLine pl;
-  if (!http::python_request_line(p, n, &pl)) return false;
+  if (http::python_request_line(p, n, &pl) != http::PyLine::kYes) return false;
   l = {p + pl.method, pl.method_len, p + pl.target, pl.target_len, p + pl.lf + 1};
   return true;
 }
 
-}  // namespace
+// True if [b, e) holds a byte Python splits at and nginx does not.
+bool python_only_space(const uint8_t* b, const uint8_t* e) noexcept {
+  for (; b < e; ++b)
+    if (http::python_space(*b) && *b != ' ' && *b != '\t' && *b != '\r' && *b != '\n') return true;
+  return false;
+}
 
-bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept {
+// The request a reading of the line [l] and the header lines behind it makes.
+void request_from_line(const uint8_t* p, std::size_t n, const RequestLine& l, HttpRequest& req) noexcept {
   req = HttpRequest{};
-  // nginx's and Node's reading first; where they refuse the line, Python's
-  // (where both read one, they read the same: Python then refuses it or
-  // splits it where nginx does).
-  RequestLine l;
-  if (!lenient_request_line(p, n, l) && !python_request_line(p, n, l)) return false;
   const uint8_t* target = l.target;
   const uint8_t* const h = l.headers;
   const std::size_t hn = n - static_cast<std::size_t>(h - p);
@@ -279,24 +280,46 @@ bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexc
     req.path_len = tend;
     req.authority_from_host = true;
     host_headers(h, hn, req, req.authority, req.authority_len);
-    return true;
+    return;
   }
   // absolute-form: any scheme; the target's authority wins (RFC 9112
   // §3.2.2), but servers that route by the Host header (Node, Express) take
   // that: both are looked up.
   if (absolute_form(target, tend, req)) {
     host_headers(h, hn, req, req.host_header, req.host_header_len);
-    return true;
+    return;
   }
   if (l.method_len == 7 && std::memcmp(l.method, "CONNECT", 7) == 0) {  // authority-form
     req.authority = target;
     req.authority_len = tend;
     host_headers(h, hn, req, req.host_header, req.host_header_len);
-    return true;
+    return;
   }
   // asterisk-form and anything else: no url, host from the Host header
   req.authority_from_host = true;
   host_headers(h, hn, req, req.authority, req.authority_len);
+}
+
+}  // namespace
+
+bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req, HttpRequest* python) noexcept {
+  req = HttpRequest{};
+  if (python != nullptr) *python = HttpRequest{};
+  // nginx's and Node's reading first; where they refuse the line,
+  // Python's. Where nginx's takes a line with a byte only Python splits at
+  // (VT, FF, \x1c-\x1f, \x85, \xa0: "GET \x0b/secret HTTP/1.1" is a
+  // target "\x0b/secret" for one and "/secret" for the other), both are.
+  RequestLine l;
+  if (lenient_request_line(p, n, l)) {
+    request_from_line(p, n, l, req);
+    RequestLine py;
+    if (python != nullptr && python_only_space(p, l.headers) && python_request_line(p, n, py) &&
+        (py.target_len != l.target_len || std::memcmp(py.target, l.target, l.target_len) != 0))
+      request_from_line(p, n, py, *python);
+    return true;
+  }
+  if (!python_request_line(p, n, l)) return false;
+  request_from_line(p, n, l, req);
   return true;
 }
 

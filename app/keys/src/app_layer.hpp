@@ -46,8 +46,14 @@ struct HttpRequest {
 
 // True when the payload begins with an HTTP/1.x request line as lenient
 // servers read it (docs/rules.md): empty lines first allowed, METHOD any
-// token, blanks (runs of SP/HTAB) around the target, CRLF or bare LF.
-bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req) noexcept;
+// token, blanks (runs of SP/HTAB) around the target, CRLF or bare LF; or,
+// where they refuse it, as Python's http.server reads it
+// (cuckoogate/keys/request_line.hpp). *python (when given): Python's
+// reading of a line both read, where its target is another (nginx's takes
+// "GET \x0b/secret HTTP/1.1" for the target "\x0b/secret"); its authority
+// is nullptr otherwise.
+bool parse_http_request(const uint8_t* p, std::size_t n, HttpRequest& req,
+                        HttpRequest* python = nullptr) noexcept;
 
 // Cleartext HTTP/2 with prior knowledge (app/h2): the first header block
 // and the values it decodes to.

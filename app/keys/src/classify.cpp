@@ -274,8 +274,10 @@ void app_layer_tcp(const uint8_t* pl, std::size_t n, Emitter& em) noexcept {
     app_layer_h2(pl, n, em);
     return;
   }
-  detail::HttpRequest req;
-  if (detail::parse_http_request(pl, n, req)) request_keys(req, em);
+  detail::HttpRequest req, python;
+  if (!detail::parse_http_request(pl, n, req, &python)) return;
+  request_keys(req, em);
+  request_keys(python, em);  // (nothing when Python reads the line as nginx does)
 }
 
 // Every question's name (up to kMaxNamesPerPacket; a query with more, or

@@ -153,14 +153,13 @@ HttpHead detect_http_head(const uint8_t* p, std::size_t n, std::size_t max_head)
     // (cuckoogate/keys/request_line.hpp): whitespace before the method, or
     // other separators after it. Such a line is read whole from the
     // stream's first byte, as Python reads it.
-    if (!http::python_space(p[0]) && !(j > i && http::python_space(p[j]))) return h.status = Frame::kInvalid, h;
-    const std::size_t lf = line_end(p, n, 0);
-    if (lf == n) {
+    http::PythonLine l;
+    const http::PyLine py = http::python_request_line(p, n, &l);
+    if (py == http::PyLine::kNo) return h.status = Frame::kInvalid, h;
+    if (py == http::PyLine::kNeedMore) {
       if (n > max_head) h.status = Frame::kTooLarge;
       return h;
     }
-    http::PythonLine l;
-    if (!http::python_request_line(p, n, &l)) return h.status = Frame::kInvalid, h;
     i = 0;
     h.start = 0;
   }

@@ -34,9 +34,11 @@ inline constexpr unsigned kMaxHostKeys = (kMaxNameLen + 1) / 2;
 // name, up to this many (more questions: the first ones, flagged malformed).
 inline constexpr unsigned kMaxNamesPerPacket = 4;
 // An HTTP request gives up to four url keys (with and without the query,
-// each also for the path as servers decode it) for each of its two
-// readings (a Host line that only Python's splitting at a bare CR finds).
-inline constexpr unsigned kMaxUrlKeys = 8;
+// each also for the path as servers decode it) for each of its readings:
+// two for nginx's request line (a Host line that only Python's splitting
+// at a bare CR finds, or the last of several), two more where Python's
+// reading of the line finds another target.
+inline constexpr unsigned kMaxUrlKeys = 16;
 // flow, src, dst, ip (src), ip (dst), service, the url keys, the outer
 // packet's four address keys when tunneled, then the host keys.
 inline constexpr unsigned kMaxKeysPerPacket = 6 + kMaxUrlKeys + 4 + kMaxNamesPerPacket * kMaxHostKeys;

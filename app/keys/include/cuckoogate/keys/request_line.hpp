@@ -6,12 +6,17 @@
 // Python reads the bytes up to the first LF, drops trailing CRs and LFs and
 // splits the rest with str.split(): at runs of whitespace, which for Latin-1
 // is SP, HT, LF, VT, FF, CR, \x1c-\x1f, \x85 and \xa0, whitespace before
-// the first word skipped. Three words whose last is "HTTP/" and two numbers
-// of 1 to 10 digits below 2.0 are a request (any method: an unknown one is
-// answered 501), and so are two words beginning with GET (HTTP/0.9, whose
-// header lines Python still reads). nginx and Node refuse most such lines
-// that are not also theirs; Python serves them, and a keep-alive
-// connection's later requests behind them.
+// the first word skipped. Three words whose last begins with "HTTP/" are a
+// request, and so are two words beginning with GET (HTTP/0.9, whose header
+// lines Python still reads). The version's numbers are read more loosely
+// than anyone checks them here (Debian 12's Python 3.11.2 takes int()'s
+// syntax: "HTTP/+1.1", "HTTP/0_1.0", any number of digits; it refuses
+// 2.0 and above), so any "HTTP/" word is taken: reading a refused request
+// only judges more. The method is answered through a do_<method> handler,
+// so it is taken as an identifier of at most kMaxPythonMethod bytes; that
+// lets bytes that are no request be told at once, before their line ends.
+// nginx and Node refuse most such lines that are not also theirs; Python
+// serves them, and a keep-alive connection's later requests behind them.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,8 @@
 #include <cstring>
 
 namespace cg::http {
+
+inline constexpr std::size_t kMaxPythonMethod = 32;
 
 inline bool python_space(uint8_t c) noexcept {
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
@@ -31,47 +38,48 @@ struct PythonLine {
   std::size_t lf = 0;  // the line's LF: the header lines start after it
 };
 
-// True if [p, p + n) begins with a request line Python reads (its LF
-// included); work linear in the line. Bytes that begin with neither
-// whitespace nor a letter are refused at once (a handler's methods are
-// do_<letters>: Python answers anything else 501), so that binary payloads
-// are not searched for a line end.
-inline bool python_request_line(const uint8_t* p, std::size_t n, PythonLine* l) noexcept {
-  if (n == 0 || !(python_space(p[0]) || ((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z'))) return false;
-  const void* nl = std::memchr(p, '\n', n);
-  if (nl == nullptr) return false;
-  const auto lf = static_cast<std::size_t>(static_cast<const uint8_t*>(nl) - p);
-  std::size_t end = lf;
-  while (end > 0 && p[end - 1] == '\r') --end;
+enum class PyLine : uint8_t {
+  kNo,        // not a request line Python serves
+  kNeedMore,  // no LF yet, and what is there may begin one
+  kYes,
+};
+
+// Reads [p, p + n) as Python reads a request line; work linear in the
+// line, stopping at the first byte that rules one out.
+inline PyLine python_request_line(const uint8_t* p, std::size_t n, PythonLine* l) noexcept {
   std::size_t wb[3] = {}, we[3] = {};
   unsigned words = 0;
-  for (std::size_t i = 0; i < end;) {
-    while (i < end && python_space(p[i])) ++i;
-    if (i == end) break;
-    if (words == 3) return false;  // a fourth: 400
-    wb[words] = i;
-    while (i < end && !python_space(p[i])) ++i;
-    we[words++] = i;
+  bool in_word = false;
+  std::size_t i = 0;
+  for (; i < n && p[i] != '\n'; ++i) {
+    const uint8_t c = p[i];
+    if (python_space(c)) {
+      if (in_word) we[words++] = i;
+      in_word = false;
+      continue;
+    }
+    if (!in_word) {
+      if (words == 3) return PyLine::kNo;  // a fourth word: 400
+      wb[words] = i;
+      in_word = true;
+    }
+    const std::size_t at = i - wb[words];
+    if (words == 0) {  // the method: an identifier
+      const bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+      if (!(alpha || c == '_' || (at != 0 && c >= '0' && c <= '9')) || at >= kMaxPythonMethod) return PyLine::kNo;
+    } else if (words == 2 && at < 5 && c != static_cast<uint8_t>("HTTP/"[at])) {
+      return PyLine::kNo;
+    }
   }
+  if (i == n) return PyLine::kNeedMore;
+  if (in_word) we[words++] = i;  // (trailing CRs are whitespace: dropped or not, the words are these)
   if (words == 2) {
-    if (we[0] - wb[0] != 3 || std::memcmp(p + wb[0], "GET", 3) != 0) return false;  // HTTP/0.9: GET only
-  } else if (words == 3) {
-    const uint8_t* v = p + wb[2];
-    const std::size_t vlen = we[2] - wb[2];
-    if (vlen < 5 || std::memcmp(v, "HTTP/", 5) != 0) return false;
-    std::size_t i = 5, digits = 0;
-    uint64_t major = 0;  // (10 digits at most: no overflow)
-    for (; i < vlen && v[i] >= '0' && v[i] <= '9'; ++i, ++digits) major = major * 10 + (v[i] - '0');
-    if (digits == 0 || digits > 10 || i == vlen || v[i] != '.') return false;
-    std::size_t minor = 0;
-    for (++i; i < vlen && v[i] >= '0' && v[i] <= '9'; ++i) ++minor;
-    if (minor == 0 || minor > 10 || i != vlen) return false;
-    if (major >= 2) return false;  // 505
-  } else {
-    return false;
+    if (we[0] - wb[0] != 3 || std::memcmp(p + wb[0], "GET", 3) != 0) return PyLine::kNo;  // HTTP/0.9: GET only
+  } else if (words != 3 || we[2] - wb[2] < 5) {
+    return PyLine::kNo;
   }
-  *l = {wb[0], we[0] - wb[0], wb[1], we[1] - wb[1], lf};
-  return true;
+  *l = {wb[0], we[0] - wb[0], wb[1], we[1] - wb[1], i};
+  return PyLine::kYes;
 }
 
 }  // namespace cg::http
