@@ -237,8 +237,11 @@ TEST(Hpack, ReadsWhatGosDecoderTakes) {
   decode(big, d);
   EXPECT_FALSE(d.req.malformed);
   EXPECT_EQ(str(d.req.host_last), "a");
-  // An empty first :authority does not hide a second one.
+  // An empty first :authority does not hide a second one, nor does one
+  // whose Huffman string is padding alone (an outside check).
   decode({0x81, 0x01, 0x0f, 'b', 'l', 'o', 'c', 'k', 'e', 'd', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e'}, d);
+  EXPECT_EQ(str(d.req.authority), "blocked.example");
+  decode({0x41, 0x81, 0xff, 0x01, 0x0f, 'b', 'l', 'o', 'c', 'k', 'e', 'd', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e'}, d);
   EXPECT_EQ(str(d.req.authority), "blocked.example");
   decode({}, d);
   EXPECT_FALSE(d.req.malformed);

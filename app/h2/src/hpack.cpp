@@ -272,10 +272,11 @@ class Block {
   }
 
   // The first of each pseudo-header that is not empty, the last
-  // :authority; the first non-empty and the last Host field.
+  // :authority; the first non-empty and the last Host field. (A Huffman
+  // string of padding alone is empty too: at most 29 bits, 4 bytes.)
   void note(Name name, const Str& value) {
     const auto first = [&](Str& f) {
-      if (!f.set || f.len == 0) f = value;
+      if (!f.set || f.len == 0 || (f.huffman && f.len <= 4 && decoded_len(f) == 0)) f = value;
     };
     switch (name) {
       case Name::kMethod: first(method); break;

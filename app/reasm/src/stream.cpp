@@ -350,6 +350,24 @@ Step StreamInspector::conflict(StreamRef s) noexcept {
   return Step::kConflict;
 }
 
+// An HTTP/2 connection whose first header block is not read: one that
+// decodes for no server, frames a server refuses, or a block beyond the
+// head budget (nginx takes one padded with size updates and empty
+// CONTINUATION frames, which count against none of its limits: an outside
+// check). The flow's client data is dropped (fails closed), counted.
+Step StreamInspector::refuse(StreamRef s) noexcept {
+  ++c_.refused;
+  close(s);
+  set_phase(s, kPhaseDropped);
+  return Step::kConflict;
+}
+
+// In HTTP/2 between the preface and the end of its first header block
+// (frame_messages()).
+bool StreamInspector::in_h2(const StreamRef& s) noexcept {
+  return phase(s) == static_cast<uint8_t>(App::kHttp) && (s.bits & kTriesMask) == kTriesMask;
+}
+
 Step StreamInspector::overflow(StreamRef s) noexcept {
   ++c_.overflow;
   close(s);
@@ -521,7 +539,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       if (!h2::frame_header(q, left, &fh)) {
         need_more = true;
       } else if (fh.type == h2::kContinuation) {
-        return invalid();  // continues nothing: the server ends the connection
+        return refuse(s);  // continues nothing: servers end the connection; a lenient one might not
       } else if (fh.type != h2::kHeaders) {
         advance = h2::kFrameHeader + fh.len;  // (past n: the rest is skipped as it comes)
       } else {
@@ -534,16 +552,10 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
           const bool decodes = h2::block_decodes(scratch_, f.block_len);
           if (held) ++c_.completed;
           message(q, f.end, App::kHttp2);
-          if (!decodes) {
-            ++c_.refused;
-            close(s);
-            set_phase(s, kPhaseDropped);
-            return Step::kConflict;
-          }
+          if (!decodes) return refuse(s);
           return end_inspection();
         }
-        if (f.status == h2::Status::kTooLarge) return overflow(s);
-        if (f.status == h2::Status::kInvalid) return invalid();
+        if (f.status != h2::Status::kNeedMore) return refuse(s);  // too large, or frames a server refuses
         need_more = true;
       }
     } else if (h2::begins_preface(q, left)) {
@@ -712,7 +724,8 @@ Step StreamInspector::read(StreamRef s, const Segment& seg, uint64_t now, Sink s
   const Step r = frame_messages(s, held.data(), held.size(), pool_->first_seq(s.handle), /*held=*/true,
                                 seg.dport, now, sink, ctx, &given);
   // Bytes that did not fit, and the message still unfinished: it cannot be read.
-  if (a == Append::kOverflow && s.handle != 0 && phase(s) != kPhaseDone) return body_overflow(s, given);
+  if (a == Append::kOverflow && s.handle != 0 && phase(s) != kPhaseDone)
+    return in_h2(s) ? refuse(s) : body_overflow(s, given);
   return r;
 }
 

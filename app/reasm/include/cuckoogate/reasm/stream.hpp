@@ -191,7 +191,8 @@ struct StreamCounters {
   uint64_t completed = 0;  // of which were completed and handed to the sink
   uint64_t overflow = 0;   // flows whose inspection stopped on a budget
   uint64_t conflicts = 0;  // flows dropped because a segment rewrote held bytes
-  uint64_t refused = 0;    // flows dropped because their HTTP/2 header block decodes for no server
+  uint64_t refused = 0;    // flows dropped because their HTTP/2 first header block is not read (decodes for
+                           // no server, frames a server refuses, beyond the head budget)
 };
 
 class StreamInspector {
@@ -276,6 +277,8 @@ class StreamInspector {
   Step frame_messages(StreamRef s, const uint8_t* p, std::size_t n, uint32_t seq, bool held, uint16_t dport,
                       uint64_t now, Sink sink, void* ctx, unsigned* given) noexcept;
   Step conflict(StreamRef s) noexcept;
+  Step refuse(StreamRef s) noexcept;
+  static bool in_h2(const StreamRef& s) noexcept;
   Step overflow(StreamRef s) noexcept;
   Step body_overflow(StreamRef s, unsigned given) noexcept;
   Step finish(StreamRef s) noexcept;
