@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuckoogate/h2/h2.hpp"
+#include "h2_builder.hpp"
 
 namespace {
 
@@ -31,18 +32,6 @@ std::string huffman(const Bytes& coded) {
 
 std::string str(const cg::h2::Value& v) {
   return v.p == nullptr ? "<absent>" : std::string(reinterpret_cast<const char*>(v.p), v.len);
-}
-
-// §5.1: v with an N-bit prefix, the first byte's other bits `high`.
-void test_int(Bytes& b, uint8_t high, unsigned prefix, uint64_t v) {
-  const uint64_t max = (1u << prefix) - 1;
-  if (v < max) {
-    b.push_back(static_cast<uint8_t>(high | v));
-    return;
-  }
-  b.push_back(static_cast<uint8_t>(high | max));
-  for (v -= max; v >= 128; v >>= 7) b.push_back(static_cast<uint8_t>(0x80 | (v & 0x7f)));
-  b.push_back(static_cast<uint8_t>(v));
 }
 
 // The request, and the block and output its values point into.
@@ -160,7 +149,7 @@ TEST(Hpack, EvictsAsTheTableFills) {
   Decoded d;
   // An entry larger than the table (4096) empties it and is not added.
   Bytes big = {0x66, 0x01, 'a', 0x44};
-  test_int(big, 0x00, 7, 4096 - 32 - 5 + 1);  // :path, 5 + 4060 + 32 = 4097 bytes
+  cg::test::hpack_int(big, 0x00, 7, 4096 - 32 - 5 + 1);  // :path, 5 + 4060 + 32 = 4097 bytes
   big.insert(big.end(), 4096 - 32 - 5 + 1, '/');
   Bytes emptied = big;
   emptied.push_back(0xbe);  // 62: nothing left
@@ -264,11 +253,7 @@ TEST(Hpack, AValueThatDoesNotFitIsAbsentAndSaidSo) {
 const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 Bytes frame(uint8_t type, uint8_t flags, uint32_t stream, const Bytes& payload) {
-  Bytes f = {static_cast<uint8_t>(payload.size() >> 16), static_cast<uint8_t>(payload.size() >> 8),
-             static_cast<uint8_t>(payload.size()), type, flags, static_cast<uint8_t>(stream >> 24),
-             static_cast<uint8_t>(stream >> 16), static_cast<uint8_t>(stream >> 8), static_cast<uint8_t>(stream)};
-  f.insert(f.end(), payload.begin(), payload.end());
-  return f;
+  return cg::test::h2_frame(type, flags, stream, payload);
 }
 
 Bytes cat(std::initializer_list<Bytes> parts) {
