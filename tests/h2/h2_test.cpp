@@ -250,7 +250,7 @@ TEST(Hpack, AValueThatDoesNotFitIsAbsentAndSaidSo) {
 
 // ---- frames --------------------------------------------------------------
 
-const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const std::string kPreface(cg::test::kH2Preface);
 
 Bytes frame(uint8_t type, uint8_t flags, uint32_t stream, const Bytes& payload) {
   return cg::test::h2_frame(type, flags, stream, payload);

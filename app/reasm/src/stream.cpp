@@ -527,7 +527,7 @@ Step StreamInspector::frame_messages(StreamRef s, const uint8_t* p, std::size_t 
       } else {
         return finish(s);  // a broken body: the server closes; nothing more to read
       }
-    } else if ((s.bits & kTriesMask) == kTriesMask) {
+    } else if (in_h2(s)) {
       // Cleartext HTTP/2, between its preface and its first header block
       // (the tries bits, unused in HTTP once a start is known, mark it):
       // frames before the block are stepped over without holding them (a
