@@ -1104,6 +1104,45 @@ TEST(FlowTable, CountersFollowHitsMissesAndErase) {
   EXPECT_EQ(s.expired, 0u);
 }
 
+// hash_v4() is a keyed folded multiply, not XXH3: every part of the hash the
+// table uses (bucket index: low bits; home slot: bits 40-42; signature: the
+// top 16) must spread flows that differ in one field only, for any seed (0
+// too), and another seed must put them elsewhere.
+TEST(FlowTable, Ipv4HashesSpreadEveryFieldOverBucketsSlotsAndSignatures) {
+  constexpr unsigned kBuckets = 4096, kFlows = 1u << 16;
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{0x5eed}, ~uint64_t{0}}) {
+    const detail::HashKeys keys = detail::hash_keys(seed), other = detail::hash_keys(seed + 1);
+    // One field at a time: the source port, the low 16 bits of an address,
+    // its high 16 bits, the zone; protocol and family fixed.
+    for (int field = 0; field < 4; ++field) {
+      std::vector<unsigned> bucket(kBuckets), slot(8);
+      std::set<uint16_t> sigs;
+      unsigned moved = 0;
+      for (uint32_t n = 0; n < kFlows; ++n) {
+        FlowKeyV4 k{};
+        const uint32_t a = field == 1 ? n : field == 2 ? n << 16 : 0x0a000001;
+        k.a = a;
+        k.b = 0xc0000201;
+        k.tail = detail::key_tail(field == 0 ? static_cast<uint16_t>(n) : 1024, 443,
+                                  field == 3 ? static_cast<uint16_t>(n) : 0, kProtoTcp, 4);
+        const uint64_t h = detail::hash_v4(k, keys);
+        ++bucket[h & (kBuckets - 1)];
+        ++slot[detail::home_slot(h)];
+        sigs.insert(detail::signature(h));
+        moved += (h & (kBuckets - 1)) != (detail::hash_v4(k, other) & (kBuckets - 1));
+      }
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", field " + std::to_string(field));
+      // 16 flows a bucket on average: a uniform hash's fullest of 4096 holds
+      // about 33 and its emptiest about 4.
+      EXPECT_LE(*std::max_element(bucket.begin(), bucket.end()), 48u);
+      EXPECT_GE(*std::min_element(bucket.begin(), bucket.end()), 1u);
+      for (const unsigned c : slot) EXPECT_NEAR(c, kFlows / 8, kFlows / 80);  // within 10 %
+      EXPECT_GE(sigs.size(), 40000u);  // of 65 536 values: a uniform hash gives ~41 400
+      EXPECT_GE(moved, kFlows * 99 / 100);  // another seed, another bucket (1/4096 stay)
+    }
+  }
+}
+
 TEST(FlowTable, CapacityRoundsUpToPowerOfTwoBuckets) {
   auto t = make_table(config(1000));
   EXPECT_EQ(t->capacity(), 1024u);

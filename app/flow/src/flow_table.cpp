@@ -152,7 +152,7 @@ FlowTable::Ptr FlowTable::create(const FlowTableConfig& cfg, const FlowAllocator
   t->entries_ = reinterpret_cast<FlowEntry*>(base + buckets * sizeof(Bucket));
   t->colds_ = reinterpret_cast<FlowCold*>(base + buckets * (sizeof(Bucket) + kWays * sizeof(FlowEntry)));
   t->mask_ = buckets - 1;
-  t->seed_ = cfg.seed;
+  t->keys_ = detail::hash_keys(cfg.seed);
   t->shift_ = shift;
   t->track_bare_syn_ = cfg.track_bare_syn;
   t->bytes_ = bytes;
@@ -339,7 +339,7 @@ CG_FLOW_INLINE void FlowTable::track_hashed(const FlowKey& key, uint64_t h, Side
 FlowResult FlowTable::track(const FlowKey& key, Side side, uint8_t tcp_flags,
                             uint64_t now) noexcept {
   FlowResult r;
-  track_hashed(key, key_hash(key, seed_), side, tcp_flags, units(now), 0, r);
+  track_hashed(key, key_hash(key, keys_), side, tcp_flags, units(now), 0, r);
   return r;
 }
 
@@ -402,7 +402,7 @@ void FlowTable::track_burst(const FlowPacket* pkts, uint32_t n, uint64_t now,
     // Stage 1: hash everything, prefetch the bucket headers (which
     // resolve() reads first) and the home entries.
     for (uint32_t j = 0; j < c; ++j) {
-      h[j] = key_hash(pkts[base + j].key, seed_);
+      h[j] = key_hash(pkts[base + j].key, keys_);
       prefetch_header(h[j]);
       prefetch(h[j]);
     }
@@ -418,7 +418,7 @@ void FlowTable::track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint
 }
 
 FlowResult FlowTable::find(const FlowKey& key, Side side, uint64_t now) noexcept {
-  const uint64_t h = key_hash(key, seed_);
+  const uint64_t h = key_hash(key, keys_);
   Bucket& b = buckets_[h & mask_];
   const int found = find_slot(b, key, h);
   if (found < 0 || expired(b, static_cast<unsigned>(found), units(now))) return {};
@@ -429,7 +429,7 @@ FlowResult FlowTable::find(const FlowKey& key, Side side, uint64_t now) noexcept
 }
 
 bool FlowTable::erase(const FlowKey& key) noexcept {
-  const uint64_t h = key_hash(key, seed_);
+  const uint64_t h = key_hash(key, keys_);
   Bucket& b = buckets_[h & mask_];
   const int found = find_slot(b, key, h);
   if (found < 0) return false;

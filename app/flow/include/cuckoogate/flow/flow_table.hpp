@@ -270,14 +270,49 @@ inline unsigned first_slot(uint32_t m) noexcept {
   return static_cast<unsigned>(__builtin_ctz(m)) >> 1;
 }
 
-// An IPv4 key has 24 zero bytes (the rest of its address fields): hashing
-// its 16 meaningful bytes (FlowKeyV4) takes XXH3's short path, a third of
-// the 40-byte one's cost. Both forms depend on every byte that can differ.
-inline uint64_t hash_v4(const FlowKeyV4& k, uint64_t seed) noexcept { return XXH3_64bits_withSeed(&k, sizeof k, seed); }
+// The table's hash keys, all derived from FlowTableConfig::seed once, at
+// create: XXH3's seed for IPv6 keys and hash_v4()'s two 64-bit keys.
+struct HashKeys {
+  uint64_t seed = 0;
+  uint64_t lo = 0, hi = 0;
+};
 
-inline uint64_t key_hash(const FlowKey& key, uint64_t seed) noexcept {
-  if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, seed);
-  return hash_v4(compact(key), seed);
+// SplitMix64's output function (Steele, Lea and Flood): a bijection that
+// spreads any seed, 0 included, over all 64 bits.
+inline uint64_t mix64(uint64_t x) noexcept {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+inline HashKeys hash_keys(uint64_t seed) noexcept {
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+  return {seed, mix64(seed + kGolden), mix64(seed + 2 * kGolden)};
+}
+
+// An IPv4 key has 24 zero bytes (the rest of its address fields), so its 16
+// meaningful bytes (FlowKeyV4: addresses, then ports, zone, protocol,
+// family) are hashed alone, as two words: their keyed 64x64 -> 128-bit
+// product folded to 64 bits (each bit of the high half depends on every
+// input bit), then one xorshift-multiply round, so that the bucket index
+// (low bits), home slot and signature (high bits) all depend on every byte.
+// Keyed like a folded-multiply hash table hash (foldhash, aHash): without
+// the table's keys a sender cannot aim at one bucket. ~10 instructions
+// against XXH3's ~22 for the same 16 bytes: the steady lane hashes every
+// packet, and XXH3 cost it ~3 % (docs/PERFORMANCE.md, "Session 28").
+inline uint64_t hash_v4(const FlowKeyV4& k, const HashKeys& s) noexcept {
+  uint64_t addrs;
+  std::memcpy(&addrs, &k, 8);  // a and b, as one word
+  const unsigned __int128 p = static_cast<unsigned __int128>(addrs ^ s.lo) * (k.tail ^ s.hi);
+  uint64_t h = static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  return h ^ (h >> 32);
+}
+
+inline uint64_t key_hash(const FlowKey& key, const HashKeys& s) noexcept {
+  if (key.family != 4) return XXH3_64bits_withSeed(&key, sizeof key, s.seed);
+  return hash_v4(compact(key), s);
 }
 
 // Word by word from the keys themselves: copying them into local arrays
@@ -360,7 +395,7 @@ class alignas(64) FlowTable {
   // anyway; this only keeps `active` close to the live count when idle.
   uint32_t expire(uint64_t now, uint32_t max_buckets) noexcept;
 
-  uint64_t hash(const FlowKey& key) const noexcept { return detail::key_hash(key, seed_); }
+  uint64_t hash(const FlowKey& key) const noexcept { return detail::key_hash(key, keys_); }
   // Prefetches the home slot's entry of a hash (for callers that pipeline):
   // the one line track_steady() reads for a flow that sits at home. A lookup
   // that needs the bucket header (a new flow, one not at home, track_burst)
@@ -398,7 +433,7 @@ class alignas(64) FlowTable {
   // hash(expand(k))): nothing 40 bytes long is written or read but the entry.
   inline FlowEntry* track_steady_v4(const FlowKeyV4& k, uint64_t h, Side side, uint8_t tcp_flags, uint64_t now,
                                     Dir* dir) noexcept;
-  uint64_t hash_v4(const FlowKeyV4& k) const noexcept { return detail::hash_v4(k, seed_); }
+  uint64_t hash_v4(const FlowKeyV4& k) const noexcept { return detail::hash_v4(k, keys_); }
   inline void count_hits(uint32_t n) noexcept;
 
   // The cold state of an entry this table returned.
@@ -453,7 +488,7 @@ class alignas(64) FlowTable {
   FlowEntry* entries_ = nullptr;  // kWays per bucket, in bucket order
   FlowCold* colds_ = nullptr;     // as entries_
   uint64_t mask_ = 0;  // buckets - 1
-  uint64_t seed_ = 0;
+  detail::HashKeys keys_{};
   unsigned shift_ = 0;   // stamp = now >> shift_
   uint64_t cursor_ = 0;  // expire()
   bool track_bare_syn_ = true;
