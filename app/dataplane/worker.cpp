@@ -356,6 +356,8 @@ int Worker::main(void* arg) {
 // flow (s.flow[i] numbers them in order).
 uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint64_t now, uint16_t* tracked) {
   WorkerScratch& s = *s_;
+  const bool tracking = flows_ != nullptr;
+  const flow::FlowTable::Probe probe = tracking ? flows_->probe() : flow::FlowTable::Probe{};
   uint16_t nf = 0, i = 0;  // i: where packet r stays
   for (uint16_t r = 0; r < n; ++r) {
     if (r + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[r + 1], const void*));
@@ -363,7 +365,7 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
     const uint8_t* frame = rte_pktmbuf_mtod(mb, const uint8_t*);
     const uint32_t len = rte_pktmbuf_data_len(mb);
     PlainFrame pf;
-    if (flows_ != nullptr && parse_plain_ipv4(frame, len, pf)) {
+    if (tracking && parse_plain_ipv4(frame, len, pf)) {
       // The common frame: what the flow and the lane need, its key in the
       // compact form, no PacketMeta (written only if the packet leaves the lane).
       uint32_t addr[2];
@@ -376,14 +378,15 @@ uint16_t Worker::parse_burst(rte_mbuf** pkts, uint16_t n, FragStage* frags, uint
       s.lane[nf] = {.payload_len = pf.payload_len, .dport = pf.dport, .proto = pf.proto, .side = side,
                     .tcp_flags = pf.tcp_flags, .malformed = false, .compact = true};
       s.parsed[i] = false;
-      s.fh[nf] = flows_->hash_v4(k);
+      const uint64_t h = probe.hash_v4(k);
+      s.fh[nf] = h;
       // A bare SYN seldom has an entry (a new connection; bare SYNs make
       // none): its lookup ends at the header's signatures, so the home
       // entry's line would be loaded for nothing.
       if (pf.proto == kProtoTcp && (pf.tcp_flags & (flow::kTcpSyn | flow::kTcpAck)) == flow::kTcpSyn) {
-        flows_->prefetch_header(s.fh[nf]);
+        probe.prefetch_header(h);
       } else {
-        flows_->prefetch(s.fh[nf]);
+        probe.prefetch(h);
       }
       s.flow[i] = static_cast<int16_t>(nf++);
       pkts[i++] = mb;

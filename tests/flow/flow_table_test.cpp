@@ -822,6 +822,7 @@ TEST(FlowTable, TrackSteadyDoesWhatTrackDoesOrDeclines) {
         Dir d = Dir::kForward;
         const FlowKeyV4 k = compact(p.key);
         ASSERT_EQ(a->hash_v4(k), a->hash(p.key));
+        ASSERT_EQ(a->probe().hash_v4(k), a->hash(p.key));
         FlowEntry* e = v4key ? a->track_steady_v4(k, a->hash_v4(k), p.side, p.tcp_flags, now, &d)
                              : a->track_steady(p.key, a->hash(p.key), p.side, p.tcp_flags, now, &d);
         if (e == nullptr) {

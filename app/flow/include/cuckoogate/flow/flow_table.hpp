@@ -351,6 +351,8 @@ inline uint32_t age(uint32_t stamp, uint32_t t) noexcept {
 struct FlowTableTestAccess;  // tests only
 
 class alignas(64) FlowTable {
+  struct Bucket;  // (below)
+
  public:
   static constexpr unsigned kWays = 8;  // slots per bucket: a header line, 8 entry lines, a cold line
 
@@ -409,6 +411,34 @@ class alignas(64) FlowTable {
   // wherever it sits.
   inline void prefetch_entry(uint64_t hash) const noexcept;
 
+  // hash_v4(), prefetch() and prefetch_header() from a copy of what they
+  // read, taken once per burst: a caller's stores into its own arrays may
+  // alias the table's members as far as the compiler knows, which reloads
+  // them for every packet otherwise. Valid as long as the table.
+  class Probe {
+   public:
+    uint64_t hash_v4(const FlowKeyV4& k) const noexcept { return detail::hash_v4(k, keys_); }
+    void prefetch(uint64_t hash) const noexcept {
+      __builtin_prefetch(&entries_[((hash & mask_) * kWays) | detail::home_slot(hash)], 1, 3);
+    }
+    inline void prefetch_header(uint64_t hash) const noexcept;
+
+   private:
+    friend class FlowTable;
+    detail::HashKeys keys_;
+    const Bucket* buckets_;
+    const FlowEntry* entries_;
+    uint64_t mask_;
+  };
+  Probe probe() const noexcept {
+    Probe p;
+    p.keys_ = keys_;
+    p.buckets_ = buckets_;
+    p.entries_ = entries_;
+    p.mask_ = mask_;
+    return p;
+  }
+
   // track_burst() with the hashes already computed (hash() of each key). It
   // reads every bucket header first: prefetch_header() them if you can.
   void track_burst(const FlowPacket* pkts, const uint64_t* hashes, uint32_t n, uint64_t now,
@@ -451,7 +481,6 @@ class alignas(64) FlowTable {
   FlowTable& operator=(const FlowTable&) = delete;
 
  private:
-  struct Bucket;
   static constexpr std::size_t kCounters = sizeof(FlowStats) / sizeof(uint64_t);
   friend struct FlowTableTestAccess;
 
@@ -536,6 +565,10 @@ void FlowTable::prefetch(uint64_t hash) const noexcept {
 }
 
 void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefetch(&buckets_[hash & mask_], 1, 3); }
+
+void FlowTable::Probe::prefetch_header(uint64_t hash) const noexcept {
+  __builtin_prefetch(&buckets_[hash & mask_], 1, 3);
+}
 
 void FlowTable::prefetch_entry(uint64_t hash) const noexcept {
   const Bucket& b = buckets_[hash & mask_];
