@@ -90,7 +90,11 @@ class CuckooFilter {
   // prefetched ahead. Same guarantees as contains().
   void contains_bulk(const std::uint64_t* hashes, std::size_t n, std::uint64_t* hit_mask,
                      LookupStats* st = nullptr) const noexcept {
-    constexpr std::size_t kAhead = 8;  // keys prefetched ahead of the one tested
+    // Keys prefetched ahead of the one tested: 16 covers a last-level-cache
+    // or memory latency of ~100 ns at the gateway's per-key pace (8 left
+    // new-flow bursts waiting on the Intel guest: docs/PERFORMANCE.md,
+    // "Session 28"; filter_bench's bulk lookups level).
+    constexpr std::size_t kAhead = 16;
     std::uint32_t i1[kLookupBulkMax], i2[kLookupBulkMax];
     std::uint64_t fp[kLookupBulkMax];
     for (std::size_t base = 0; base < n; base += kLookupBulkMax) {
