@@ -39,6 +39,12 @@ class CuckooFilterTestAccess;
 
 // Keys per prefetch pipeline in contains_bulk (any n is accepted).
 inline constexpr std::size_t kLookupBulkMax = 64;
+// Keys whose buckets contains_bulk prefetches ahead of the one it tests
+// (the baselines' too, so that filter_bench compares like with like): 16
+// covers a last-level-cache or memory latency of ~100 ns at the gateway's
+// pace per key (8 left new-flow bursts waiting on the Intel guest:
+// docs/PERFORMANCE.md, "Session 28"; filter_bench's bulk lookups level).
+inline constexpr std::size_t kLookupPrefetchAhead = 16;
 
 template <unsigned FingerprintBits = 12>
 class CuckooFilter {
@@ -90,11 +96,7 @@ class CuckooFilter {
   // prefetched ahead. Same guarantees as contains().
   void contains_bulk(const std::uint64_t* hashes, std::size_t n, std::uint64_t* hit_mask,
                      LookupStats* st = nullptr) const noexcept {
-    // Keys prefetched ahead of the one tested: 16 covers a last-level-cache
-    // or memory latency of ~100 ns at the gateway's per-key pace (8 left
-    // new-flow bursts waiting on the Intel guest: docs/PERFORMANCE.md,
-    // "Session 28"; filter_bench's bulk lookups level).
-    constexpr std::size_t kAhead = 16;
+    constexpr std::size_t kAhead = kLookupPrefetchAhead;
     std::uint32_t i1[kLookupBulkMax], i2[kLookupBulkMax];
     std::uint64_t fp[kLookupBulkMax];
     for (std::size_t base = 0; base < n; base += kLookupBulkMax) {

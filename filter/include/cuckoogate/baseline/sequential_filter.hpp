@@ -32,7 +32,7 @@ class SequentialFilter {
   }
 
   void contains_bulk(const std::uint64_t* hashes, std::size_t n, std::uint64_t* hit_mask) const noexcept {
-    constexpr std::size_t kAhead = 8;
+    constexpr std::size_t kAhead = kLookupPrefetchAhead;  // as CuckooFilter::contains_bulk
     std::uint32_t i1[kLookupBulkMax], i2[kLookupBulkMax];
     std::uint64_t fp[kLookupBulkMax];
     for (std::size_t base = 0; base < n; base += kLookupBulkMax) {

@@ -297,14 +297,17 @@ inline HashKeys hash_keys(uint64_t seed) noexcept {
 // input bit), then one xorshift-multiply round, so that the bucket index
 // (low bits), home slot and signature (high bits) all depend on every byte.
 // Keyed like a folded-multiply hash table hash (foldhash, aHash): without
-// the table's keys a sender cannot aim at one bucket. ~10 instructions
+// the table's keys a sender cannot aim at one bucket. ~12 instructions
 // against XXH3's ~22 for the same 16 bytes: the steady lane hashes every
 // packet, and XXH3 cost it ~3 % (docs/PERFORMANCE.md, "Session 28").
 inline uint64_t hash_v4(const FlowKeyV4& k, const HashKeys& s) noexcept {
   uint64_t addrs;
   std::memcpy(&addrs, &k, 8);  // a and b, as one word
   const unsigned __int128 p = static_cast<unsigned __int128>(addrs ^ s.lo) * (k.tail ^ s.hi);
-  uint64_t h = static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+  // Plus the key itself (as XXH3's short path adds its input): where a
+  // factor is zero (a word equal to its key), the product is too, and the
+  // flows would otherwise share one bucket and signature.
+  uint64_t h = (static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64)) + (addrs ^ k.tail);
   h ^= h >> 32;
   h *= 0xd6e8feb86659fd93ULL;
   return h ^ (h >> 32);
@@ -560,11 +563,9 @@ void FlowTable::touch(Bucket& b, unsigned i, uint32_t t) const noexcept {
 }
 static_assert(FlowTable::kWays == 8, "match() compares 8 signatures in one 128-bit register");
 
-void FlowTable::prefetch(uint64_t hash) const noexcept {
-  __builtin_prefetch(&entries_[((hash & mask_) * kWays) | detail::home_slot(hash)], 1, 3);
-}
+void FlowTable::prefetch(uint64_t hash) const noexcept { probe().prefetch(hash); }
 
-void FlowTable::prefetch_header(uint64_t hash) const noexcept { __builtin_prefetch(&buckets_[hash & mask_], 1, 3); }
+void FlowTable::prefetch_header(uint64_t hash) const noexcept { probe().prefetch_header(hash); }
 
 void FlowTable::Probe::prefetch_header(uint64_t hash) const noexcept {
   __builtin_prefetch(&buckets_[hash & mask_], 1, 3);
