@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -504,6 +505,14 @@ int main(int argc, char** argv) {
     ratios[t.name] = t.got;
   }
   if (res.false_negatives != 0) std::printf("  FALSE NEGATIVES: %llu\n", static_cast<unsigned long long>(res.false_negatives));
+#if defined(CG_BENCH_DPDK)
+  if (have_dpdk) {  // every rte_hash is gone by now
+    const std::string dir = rte_eal_get_runtime_dir();
+    rte_eal_cleanup();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // our own prefix: /var/run/dpdk/filter-bench-<pid>
+  }
+#endif
 
   if (!o.json.empty()) {
     nlohmann::json j;
@@ -528,8 +537,5 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-#if defined(CG_BENCH_DPDK)
-  if (have_dpdk) rte_eal_cleanup();
-#endif
   return res.false_negatives == 0 ? 0 : 1;
 }
