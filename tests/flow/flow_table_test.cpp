@@ -1145,7 +1145,9 @@ void expect_uniform(const Spread& r, bool every_bucket = true) {
   // 16 flows a bucket on average: a uniform hash's fullest of 4096 holds
   // about 33 and its emptiest about 4.
   EXPECT_LE(r.max_bucket, 48u);
-  if (every_bucket) EXPECT_GE(r.min_bucket, 1u);
+  if (every_bucket) {
+    EXPECT_GE(r.min_bucket, 1u);
+  }
   for (const unsigned c : r.slot) EXPECT_NEAR(c, kSpreadFlows / 8, kSpreadFlows / 80);  // within 10 %
   EXPECT_GE(r.sigs, 40000u);  // of 65 536 values: a uniform hash gives ~41 400
 }
